@@ -1,0 +1,60 @@
+"""The library's exception types.
+
+Every error proxy-pointer raises on purpose derives from :class:`ProxyPointerError`, so a
+caller can catch one type; the CLI turns any of them into one readable line and a non-zero
+exit status.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DocumentError",
+    "EmbeddingError",
+    "IndexCorruptError",
+    "IndexLockedError",
+    "IndexMismatchError",
+    "LLMError",
+    "ProxyPointerError",
+]
+
+
+class ProxyPointerError(Exception):
+    """Base class of every error the library raises deliberately."""
+
+
+class ConfigError(ProxyPointerError, ValueError):
+    """An argument or setting is out of range or inconsistent."""
+
+
+class DocumentError(ProxyPointerError):
+    """A source document cannot be read: missing, not text, wrong encoding.
+
+    ``path`` names the file (or the doc id when the text came from memory) so the message
+    always says which document is at fault.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
+
+
+class IndexCorruptError(ProxyPointerError):
+    """An index directory is missing files or holds files that do not parse."""
+
+
+class IndexMismatchError(ProxyPointerError):
+    """An index was built with another embedder, dimension or schema than requested."""
+
+
+class IndexLockedError(ProxyPointerError):
+    """Another process is writing the same index directory."""
+
+
+class EmbeddingError(ProxyPointerError):
+    """An embedding backend failed (bad key, quota, network, wrong shape)."""
+
+
+class LLMError(ProxyPointerError):
+    """A language-model backend failed (bad key, quota, network, malformed reply)."""
