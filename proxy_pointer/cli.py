@@ -1,0 +1,335 @@
+"""Command-line front end: ``proxy-pointer tree | index | query | ask``.
+
+Nothing here but argument parsing and printing; every error the library raises becomes one
+readable line on stderr and exit status 1 (2 for usage errors, 130 for Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, DocumentError, ProxyPointerError
+
+__all__ = ["main"]
+
+DEFAULT_INDEX = ".proxy-pointer-index"
+
+
+def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", default=DEFAULT_INDEX, help="index directory (default: %(default)s)")
+    p.add_argument("--budget", type=int, default=2000, help="context token budget (default 2000)")
+    p.add_argument("--k", type=int, default=5, help="unique sections to keep (default 5)")
+    p.add_argument("--k-search", type=int, default=200, help="chunks to search (default 200)")
+    p.add_argument("--doc", action="append", default=None, metavar="DOC_ID",
+                   help="search only this document (repeatable)")
+    p.add_argument("--path", default=None, metavar="PREFIX",
+                   help='search only under this breadcrumb prefix, e.g. "Chapter 2"')
+    p.add_argument("--expand", choices=["section", "own"], default="section",
+                   help="hand over whole sections with subsections, or own text only")
+    p.add_argument("--hybrid", action="store_true", help="fuse BM25 with dense search")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="proxy-pointer",
+        description="Structural RAG: skeleton trees, breadcrumb chunks, whole-section retrieval.",
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("tree", help="print a document's skeleton tree")
+    t.add_argument("file")
+    t.add_argument("--json", action="store_true", help="print our full JSON")
+    t.add_argument("--format", choices=["text", "json", "pageindex"], default="text")
+    t.add_argument("--noise", action="store_true", help="mark sections the noise filter skips")
+    t.add_argument("--recover-headings", action="store_true",
+                   help="promote bold-only and numbered lines to headings (converted PDFs)")
+    t.add_argument("--encoding", default="utf-8")
+
+    i = sub.add_parser("index", help="index files and folders (incremental)")
+    i.add_argument("paths", nargs="+")
+    i.add_argument("--index", default=DEFAULT_INDEX, help="index directory (default: %(default)s)")
+    i.add_argument("--root", default=None, help="doc ids are paths relative to this folder")
+    i.add_argument("--include", action="append", default=None, metavar="GLOB")
+    i.add_argument("--exclude", action="append", default=[], metavar="GLOB")
+    i.add_argument("--prune", action="store_true", help="remove documents whose files are gone")
+    i.add_argument("--embedder", default=None,
+                   help="minilm (default), st:<model>, gemini:<model>[:dim], hash[:dim]")
+    i.add_argument("--chunking", choices=["tokens", "chars"], default="tokens",
+                   help="token-sized chunks fitted to the embedder (default) or 2000/200 chars")
+    i.add_argument("--approximate", action="store_true", help="HNSW instead of exact search")
+    i.add_argument("--recover-headings", action="store_true")
+    i.add_argument("--no-noise-filter", action="store_true")
+    i.add_argument("--cache-dir", default=None, help="embedding cache (default: user cache)")
+    i.add_argument("--lock-timeout", type=float, default=0.0,
+                   help="seconds to wait for another writer (default: fail at once)")
+    i.add_argument("--quiet", action="store_true")
+
+    q = sub.add_parser("query", help="retrieve sections for a question (or a JSONL file)")
+    q.add_argument("question", nargs="?")
+    _add_retrieval_options(q)
+    q.add_argument("--json", action="store_true", help="print JSON")
+    q.add_argument("--questions", default=None, help="batch: JSONL with id, question[, doc_id]")
+    q.add_argument("--output", default=None, help="batch: JSONL output file (default stdout)")
+    q.add_argument("--per-doc", action="store_true",
+                   help="batch: search only each question's doc_id")
+
+    a = sub.add_parser("ask", help="retrieve sections and synthesize a cited answer")
+    a.add_argument("question")
+    _add_retrieval_options(a)
+    a.add_argument("--llm", default=None,
+                   help="gemini[:MODEL] | openai:MODEL (with --llm-base-url or OPENAI_BASE_URL)"
+                        " | none; default $PROXY_POINTER_LLM or gemini")
+    a.add_argument("--llm-base-url", default=None,
+                   help="base URL of an OpenAI-compatible server (Ollama, vLLM, ...)")
+    a.add_argument("--json", action="store_true")
+    return ap
+
+
+# --- commands ---------------------------------------------------------------------------
+def _cmd_tree(args: argparse.Namespace) -> int:
+    from .documents import read_document
+    from .tree import build_tree, format_tree
+
+    text = read_document(args.file, encoding=args.encoding)
+    tree = build_tree(text, doc_id=Path(args.file).name, recover_headings=args.recover_headings)
+    for w in tree.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        print(json.dumps(tree.to_dict(), ensure_ascii=False, indent=2))
+    elif fmt == "pageindex":
+        print(json.dumps(tree.to_pageindex(), ensure_ascii=False, indent=2))
+    else:
+        labels = None
+        if args.noise:
+            from .noise import NoiseConfig, classify_noise
+
+            labels = {nid: f"noise: {d.category} ({d.scope})"
+                      for nid, d in classify_noise(tree, NoiseConfig()).items()}
+        print(format_tree(tree, noise=labels))
+    return 0
+
+
+def _make_embedder(spec: str | None, cache_dir: str | None):
+    from .embeddings import CachedEmbedder, make_embedder
+
+    inner = make_embedder(spec or "minilm")
+    return CachedEmbedder(inner, cache_dir or _default_cache_dir())
+
+
+def _default_cache_dir() -> Path:
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "proxy-pointer"
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    from .chunking import ChunkConfig
+    from .index import DEFAULT_INCLUDE, update_directory
+    from .noise import NoiseConfig
+    from .store import VectorIndexConfig, current_generation
+
+    existing = current_generation(args.index) is not None
+    embedder = None
+    if args.embedder or not existing:
+        embedder = _make_embedder(args.embedder, args.cache_dir)
+    chunk_config = None
+    if not existing or args.chunking != "tokens" or args.no_noise_filter:
+        chunk_config = ChunkConfig.chars(2000, 200) if args.chunking == "chars" else ChunkConfig()
+        if args.no_noise_filter:
+            chunk_config = chunk_config.with_noise(NoiseConfig.off())
+    bar = _progress_bar(args.quiet)
+    t0 = time.perf_counter()
+    idx, report = update_directory(
+        args.index, args.paths, embedder=embedder, chunk_config=chunk_config,
+        vector_config=VectorIndexConfig(kind="hnsw" if args.approximate else "flat"),
+        recover_headings=args.recover_headings, lock_timeout=args.lock_timeout,
+        root=args.root, include=tuple(args.include or DEFAULT_INCLUDE),
+        exclude=tuple(args.exclude), prune=args.prune, progress=bar,
+    )
+    if bar is not None:
+        bar.close()
+    for problem in report.skipped:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    print(f"{args.index}: {report.summary()} "
+          f"[{len(idx)} documents in index; {time.perf_counter() - t0:.1f}s total]")
+    return 0
+
+
+class _Bar:
+    def __init__(self) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=0, unit="chunk", desc="embedding", file=sys.stderr, leave=False)
+
+    def __call__(self, done: int, total: int) -> None:
+        self._bar.total = total
+        self._bar.n = done
+        self._bar.refresh()
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def _progress_bar(quiet: bool) -> _Bar | None:
+    return None if quiet or not sys.stderr.isatty() else _Bar()
+
+
+def _open_index(args: argparse.Namespace):
+    from .index import Index
+    from .retrieval import RetrievalConfig
+
+    idx = Index.load(args.index)
+    _wrap_cache(idx)
+    cfg = RetrievalConfig(budget=args.budget, k=args.k, k_search=args.k_search,
+                          doc_ids=tuple(args.doc) if args.doc else None,
+                          path_prefix=args.path, expand=args.expand, hybrid=args.hybrid)
+    if cfg.doc_ids:
+        unknown = [d for d in cfg.doc_ids if d not in idx.documents]
+        if unknown:
+            print(f"warning: no document {', '.join(map(repr, unknown))} in {args.index}",
+                  file=sys.stderr)
+    return idx, cfg
+
+
+def _wrap_cache(idx: Any) -> None:
+    from .embeddings import CachedEmbedder
+
+    if not isinstance(idx.embedder, CachedEmbedder):
+        idx.embedder = CachedEmbedder(idx.embedder, _default_cache_dir())
+
+
+def _print_sections(retrieval: Any) -> None:
+    if not retrieval.sections:
+        print("No sections found.")
+        return
+    for n, s in enumerate(retrieval.sections, 1):
+        flag = " (trimmed)" if s.trimmed else ""
+        print(f"=== [{n}] {s.ref}  lines {s.start_line}-{s.end_line}  score {s.score:.3f}"
+              f"  {s.tokens} tokens{flag}")
+        print(f"    [{s.breadcrumb}]")
+        print(s.text.rstrip("\n"))
+        print()
+    print(f"--- {len(retrieval.sections)} sections, {retrieval.tokens_used}/{retrieval.budget} "
+          "tokens")
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    if args.questions:
+        return _batch_query(args)
+    if args.question is None:
+        raise ConfigError("give a question, or --questions FILE for a batch")
+    idx, cfg = _open_index(args)
+    res = idx.retrieve(args.question, cfg)
+    if args.json:
+        print(json.dumps({"question": res.question, "tokens_used": res.tokens_used,
+                          "budget": res.budget,
+                          "contexts": [s.to_dict() for s in res.sections]},
+                         ensure_ascii=False, indent=2))
+    else:
+        _print_sections(res)
+    return 0
+
+
+_BATCH_FIELDS = ("doc_id", "node_id", "title", "path", "start_line", "end_line", "text", "score")
+
+
+def _batch_query(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    idx, cfg = _open_index(args)
+    src = Path(args.questions)
+    try:
+        lines = src.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise DocumentError(str(src), f"cannot read questions ({e})") from None
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            qid, question = item["id"], item["question"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise DocumentError(str(src), f"line {n}: need a JSON object with 'id' and "
+                                f"'question' ({e})") from None
+        rows.append((qid, question, item.get("doc_id")))
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        for qid, question, doc_id in rows:
+            qcfg = cfg
+            if args.per_doc and doc_id is not None:
+                doc_key = _resolve_doc(idx, doc_id)
+                qcfg = dataclasses.replace(cfg, doc_ids=(doc_key,))
+            res = idx.retrieve(question, qcfg)
+            contexts = [{k: v for k, v in s.to_dict().items() if k in _BATCH_FIELDS}
+                        for s in res.sections]
+            out.write(json.dumps({"id": qid, "contexts": contexts}, ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if args.output:
+        print(f"{len(rows)} questions -> {args.output}", file=sys.stderr)
+    return 0
+
+
+def _resolve_doc(idx: Any, doc_id: str) -> str:
+    """A dataset doc id may omit the file suffix that the index's ids carry."""
+    if doc_id in idx.documents:
+        return doc_id
+    for suffix in (".md", ".markdown", ".txt"):
+        if doc_id + suffix in idx.documents:
+            return doc_id + suffix
+    return doc_id
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from .synthesis import ENABLE_SYNTHESIS_HINT, make_llm, synthesize
+
+    idx, cfg = _open_index(args)
+    llm = make_llm(args.llm, base_url=args.llm_base_url)
+    res = idx.retrieve(args.question, cfg)
+    if llm is None:
+        _print_sections(res)
+        print(ENABLE_SYNTHESIS_HINT)
+        return 0
+    answer = synthesize(args.question, list(res.sections), llm)
+    if args.json:
+        print(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    print(answer.text.strip())
+    print()
+    for s in answer.cited_sections:
+        print(f"  [{s.ref}, lines {s.start_line}-{s.end_line}] {s.breadcrumb}")
+    for w in answer.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return 0
+
+
+_COMMANDS = {"tree": _cmd_tree, "index": _cmd_index, "query": _cmd_query, "ask": _cmd_ask}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except ProxyPointerError as e:
+        print(f"proxy-pointer: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("proxy-pointer: interrupted; the index on disk is unchanged", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Retriever behaviour on small real fixtures with the deterministic HashEmbedder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy_pointer import ConfigError, HashEmbedder, Index, RetrievalConfig
+from proxy_pointer.tokens import count_tokens
+
+FIXTURES = Path(__file__).parent / "fixtures" / "retrieval"
+REPORT = "water_report.md"
+
+
+@pytest.fixture(scope="module")
+def index() -> Index:
+    return Index.build([FIXTURES], embedder=HashEmbedder(256))
+
+
+def _lines(index: Index, doc_id: str, start: int, end: int) -> str:
+    """1-based inclusive lines of the stored copy."""
+    return "".join(index.tree(doc_id).lines[start - 1 : end])
+
+
+def test_sections_are_whole_and_point_at_their_source(index: Index) -> None:
+    res = index.retrieve("non-revenue water urban mains replaced litres per day", budget=2000)
+    assert res.sections
+    top = res.sections[0]
+    assert top.doc_id == REPORT
+    assert top.title == "2.2 Urban demand"
+    assert top.path == ("Regional Water Outlook 2024", "Chapter 2: Demand", "2.2 Urban demand")
+    assert not top.trimmed
+    # The text is exactly the section's lines, heading and table included.
+    assert top.text == _lines(index, REPORT, top.start_line, top.end_line)
+    assert top.text.startswith("### 2.2 Urban demand")
+    assert "| Energy | 44 | 43 | -2.3% |" in top.text
+    assert top.tokens == count_tokens(top.text)
+
+
+def test_dedupe_returns_distinct_nodes_and_no_nested_duplicates(index: Index) -> None:
+    res = index.retrieve("water demand supply reservoir storage groundwater", budget=4000, k=5)
+    keys = [(s.doc_id, s.node_id) for s in res.sections]
+    assert len(keys) == len(set(keys))
+    for a in res.sections:
+        for b in res.sections:
+            if a is not b and a.doc_id == b.doc_id:
+                inside = a.start_line <= b.start_line and b.end_line <= a.end_line
+                assert not inside, f"{b.ref} is repeated inside {a.ref}"
+
+
+@pytest.mark.parametrize("budget", [1, 40, 120, 300, 700, 2000])
+def test_budget_is_never_exceeded(index: Index, budget: int) -> None:
+    res = index.retrieve("reservoir storage capacity sonar rating curves", budget=budget)
+    assert res.tokens_used == sum(count_tokens(s.text) for s in res.sections)
+    assert res.tokens_used <= budget
+
+
+def test_trimmed_section_keeps_heading_and_matched_chunk(index: Index) -> None:
+    q = "desalination plant reverse osmosis solar farm cubic metres"
+    whole = index.retrieve(q, budget=2000, k=1).sections[0]
+    assert whole.title == "3.1 Desalination plant" and not whole.trimmed
+    res = index.retrieve(q, budget=whole.tokens - 10, k=1)
+    (sec,) = res.sections
+    assert sec.trimmed and sec.node_id == whole.node_id
+    assert sec.tokens <= whole.tokens - 10
+    heading = _lines(index, REPORT, sec.start_line, sec.start_line)
+    assert sec.text.startswith(heading)
+    assert "reverse osmosis" in sec.text
+    assert sec.matched_spans
+
+
+def test_own_expansion_stops_at_first_child(index: Index) -> None:
+    q = "Surface water supplies most of the region reservoir storage recovered dry seasons"
+    own = index.retrieve(q, k=1, expand="own", budget=2000).sections[0]
+    whole = index.retrieve(q, k=1, expand="section", budget=2000).sections[0]
+    assert own.node_id == whole.node_id
+    assert own.title == "Chapter 1: Supply"
+    assert "### 1.1" not in own.text
+    assert "### 1.1 Reservoir storage" in whole.text
+    assert whole.end_line > own.end_line
+
+
+def test_doc_and_path_filters(index: Index) -> None:
+    res = index.retrieve("water", doc_ids=["plain_notes.txt"], budget=2000)
+    assert res.sections and {s.doc_id for s in res.sections} == {"plain_notes.txt"}
+    res = index.retrieve("percent withdrawals", path_prefix="Chapter 2: Demand", budget=3000)
+    assert res.sections
+    assert all(s.path[:2] == ("Regional Water Outlook 2024", "Chapter 2: Demand")
+               for s in res.sections)
+    # A prefix may leave out the document title and be given case-insensitively.
+    res = index.retrieve("percent", path_prefix="chapter 3: investment", budget=3000)
+    assert res.sections and all(s.path[1] == "Chapter 3: Investment" for s in res.sections)
+
+
+def test_filters_that_match_nothing_give_an_empty_result(index: Index) -> None:
+    assert index.retrieve("water", doc_ids=["missing.md"]).sections == ()
+    assert index.retrieve("water", path_prefix="Chapter 9").sections == ()
+
+
+def test_fallback_windows_are_used_directly(index: Index) -> None:
+    res = index.retrieve("salinity estuary brackish bridge low tide", doc_ids=["plain_notes.txt"])
+    top = res.sections[0]
+    assert top.node_id is None
+    assert top.ref == f"plain_notes.txt#L{top.start_line}"
+    assert "Salinity readings" in top.text
+    assert top.text in index.text("plain_notes.txt")
+
+
+def test_noise_sections_are_never_returned(index: Index) -> None:
+    res = index.retrieve("Rating curves for reservoir storage estimation Journal of Hydrology",
+                         budget=5000, k=20)
+    assert "References" not in {s.title for s in res.sections}
+    assert "Contents" not in {s.title for s in res.sections}
+
+
+def test_parent_promotion_returns_the_parent_once() -> None:
+    idx = Index.build([FIXTURES / REPORT], embedder=HashEmbedder(256))
+    q = "agricultural urban demand withdrawals irrigation litres"
+    plain = idx.retrieve(q, k=3, expand="own", budget=3000)
+    promoted = idx.retrieve(q, k=3, expand="own", budget=3000, promote_parent=2)
+    plain_titles = [s.title for s in plain.sections]
+    assert "2.1 Agricultural demand" in plain_titles and "2.2 Urban demand" in plain_titles
+    titles = [s.title for s in promoted.sections]
+    assert "Chapter 2: Demand" in titles
+    assert "2.1 Agricultural demand" not in titles and "2.2 Urban demand" not in titles
+    parent = promoted.sections[titles.index("Chapter 2: Demand")]
+    assert "### 2.1 Agricultural demand" in parent.text and "### 2.2 Urban demand" in parent.text
+
+
+def test_hybrid_finds_exact_terms(index: Index) -> None:
+    res = index.retrieve("Lake Corran", hybrid=True, k=1)
+    assert "Lake Corran" in res.sections[0].text
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"k": 0}, {"k": -1}, {"budget": 0}, {"budget": -5}, {"k_search": 0},
+     {"expand": "everything"}, {"promote_parent": 1}],
+)
+def test_bad_options_raise_config_error(index: Index, options: dict) -> None:
+    with pytest.raises(ConfigError):
+        index.retrieve("water", **options)
+
+
+@pytest.mark.parametrize("question", ["", "   \n"])
+def test_empty_question_is_an_error(index: Index, question: str) -> None:
+    with pytest.raises(ConfigError, match="empty"):
+        index.retrieve(question)
+
+
+def test_huge_question_still_answers(index: Index) -> None:
+    res = index.retrieve("desalination " * 10_000, budget=500)
+    assert res.tokens_used <= 500
+    assert res.sections
+
+
+def test_empty_index_gives_empty_result() -> None:
+    idx = Index(embedder=HashEmbedder(64))
+    res = idx.retrieve("anything")
+    assert res.sections == () and res.tokens_used == 0
+
+
+def test_config_object_and_overrides_agree(index: Index) -> None:
+    cfg = RetrievalConfig(budget=300, k=2)
+    a = index.retrieve("groundwater aquifer", cfg)
+    b = index.retrieve("groundwater aquifer", budget=300, k=2)
+    assert a == b
+    assert len(a.sections) <= 2
