@@ -10,35 +10,69 @@ inclusive**: the same node is "lines 4-7". Lines are split the way CommonMark sp
 
 Each node has three ranges:
 
-* heading: ``[start, body_start)`` - the heading line (two lines for a setext heading);
+* heading: ``[start, body_start)`` - the heading line (two or more lines for a setext heading);
 * own text: ``[start, own_end)`` - up to the next heading of any level;
 * subtree: ``[start, end)`` - up to the next heading of the same or a higher level.
 
 Text before the first heading is a *preamble* node (``node_id`` ``"preamble"``, level 0),
 so no line is ever dropped and the heading nodes keep PageIndex's ids ``"0000"``, ``"0001"``…
 in pre-order.
+
+Headings come from markdown-it-py's CommonMark block parser (plus GFM tables and YAML front
+matter), never from line regexes, so ``#`` lines inside code fences of any length and either
+marker, indented code, HTML blocks, front matter, lists and block quotes are not headings,
+while setext headings and ATX headings indented by up to three spaces are. Regex parsers
+(PageIndex's ``md_to_tree``, LangChain's ``MarkdownHeaderTextSplitter``) get these wrong;
+``benchmarks/pageindex_parity.py`` measures the difference on real documents.
+
+Documents converted from PDF often mark headings only as a bold line or a numbered line, or
+flatten every heading to one level. ``TreeConfig(recover_headings=True)`` promotes such lines
+and re-levels flattened numbered headings; it is off by default because it guesses.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gc
+import hashlib
+import json
+import posixpath
 import re
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-__all__ = ["PREAMBLE_ID", "Node", "Tree", "build_tree", "split_lines"]
+from proxy_pointer.errors import ConfigError, DocumentError, IndexCorruptError
+
+__all__ = [
+    "PREAMBLE_ID",
+    "TREE_FORMAT",
+    "Node",
+    "Tree",
+    "TreeConfig",
+    "build_tree",
+    "format_tree",
+    "split_lines",
+]
 
 PREAMBLE_ID = "preamble"
+#: ``format`` value of :meth:`Tree.to_dict` output; bumped when the layout changes.
+TREE_FORMAT = "proxy-pointer-tree/1"
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 def split_lines(text: str) -> list[str]:
-    """Split ``text`` into lines as CommonMark does, keeping each line's ending."""
+    """Split ``text`` into lines as CommonMark does, keeping each line's ending.
+
+    ``"".join(split_lines(text)) == text``; an empty text has no lines.
+    """
     return _LINE_RE.findall(text)
 
 
@@ -47,7 +81,10 @@ class Node:
     """One heading (or the preamble) of a document.
 
     ``start``, ``body_start``, ``own_end`` and ``end`` are 0-based half-open line numbers
-    (see the module docstring). ``children`` holds the child node ids in document order.
+    (see the module docstring). ``raw_title`` is the heading's inline source as written
+    (``**Free Cash Flow**``; setext lines joined by one space), ``title`` its plain text.
+    ``children`` holds the child node ids in document order. ``recovered`` is true for a
+    bold or numbered line that ``TreeConfig(recover_headings=True)`` promoted to a heading.
     """
 
     node_id: str
@@ -61,6 +98,7 @@ class Node:
     end: int
     parent_id: str | None = None
     children: tuple[str, ...] = ()
+    recovered: bool = False
 
     @property
     def is_preamble(self) -> bool:
@@ -71,10 +109,60 @@ class Node:
         """The subtree's lines as shown to people: 1-based, inclusive."""
         return self.start + 1, self.end
 
+    @property
+    def display_own_range(self) -> tuple[int, int]:
+        """The node's own lines (up to the next heading) as shown to people: 1-based, inclusive."""
+        return self.start + 1, self.own_end
 
-@dataclass
+
+@dataclass(frozen=True, kw_only=True)
+class TreeConfig:
+    """How :func:`build_tree` finds headings.
+
+    ``recover_headings`` (off by default) promotes lines that a PDF converter left as plain
+    paragraphs: a one-line paragraph that is entirely bold (``**Company Overview**``) or that
+    starts with section numbering (``2.1.3 Training``, ``Chapter 2``, ``ANNEX TABLE A2.1.1``,
+    ``**Item 1A. Risk Factors.**``), at most ``max_recovered_title_chars`` characters of
+    plain text and not ending in ``:`` (a label) or, unless bold, in sentence punctuation.
+    It also re-levels numbered headings by their numbering depth when a converter gave
+    ``1``, ``1.1`` and ``1.1.1`` the same ``#`` level. The trade-off: a bold one-line
+    paragraph that is only emphasis becomes a (small) section of its own.
+
+    Raises :class:`ConfigError` for a non-positive ``max_recovered_title_chars``.
+    """
+
+    recover_headings: bool = False
+    max_recovered_title_chars: int = 120
+
+    def __post_init__(self) -> None:
+        if self.max_recovered_title_chars < 1:
+            raise ConfigError(
+                "max_recovered_title_chars must be a positive number of characters, "
+                f"got {self.max_recovered_title_chars}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as a JSON-ready dict (for an index manifest)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TreeConfig:
+        """Settings from :meth:`to_dict` output; raises :class:`ConfigError` on unknown keys."""
+        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ConfigError(f"unknown tree settings: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+@dataclass(eq=False)
 class Tree:
-    """A document's skeleton: its lines and its nodes in pre-order (preamble first)."""
+    """A document's skeleton: its lines and its nodes in pre-order (preamble first).
+
+    ``title`` is the document title: the front-matter ``title``, else the single shallowest
+    heading when it is the first heading, else ``doc_id``. ``warnings`` lists problems found
+    while parsing (an unclosed code fence); they never stop the build. Two trees are equal
+    when their doc id, lines, nodes and title are equal.
+    """
 
     doc_id: str
     lines: list[str]
@@ -84,6 +172,7 @@ class Tree:
 
     def __post_init__(self) -> None:
         self._by_id = {n.node_id: n for n in self.nodes}
+        self._starts = [n.start for n in self.nodes]
 
     # --- access -------------------------------------------------------------------------
     def get(self, node_id: str) -> Node:
@@ -115,15 +204,26 @@ class Tree:
     def roots(self) -> list[Node]:
         return [n for n in self.nodes if n.parent_id is None]
 
+    def node_at(self, line: int) -> Node:
+        """The node whose own text holds 0-based ``line``.
+
+        Raises ``IndexError`` for a line outside the text.
+        """
+        if not 0 <= line < len(self.lines):
+            raise IndexError(f"line {line} is outside {self.doc_id} ({len(self.lines)} lines)")
+        return self.nodes[bisect_right(self._starts, line) - 1]
+
     def slice(self, start: int, end: int) -> str:
         """The source text of lines ``[start, end)`` (0-based, half-open)."""
         return "".join(self.lines[start:end])
 
     def own_text(self, node: Node | str) -> str:
+        """The node's own source text, heading line included, up to the next heading."""
         n = self.get(node) if isinstance(node, str) else node
         return self.slice(n.start, n.own_end)
 
     def section_text(self, node: Node | str) -> str:
+        """The node's whole subtree as source text."""
         n = self.get(node) if isinstance(node, str) else node
         return self.slice(n.start, n.end)
 
@@ -146,22 +246,196 @@ class Tree:
 
     __hash__ = None  # type: ignore[assignment]
 
+    # --- export -------------------------------------------------------------------------
+    def to_pageindex(self, doc_name: str | None = None) -> dict[str, Any]:
+        """The tree in the shape of PageIndex's ``md_to_tree`` (summaries and text off).
 
-# --- building ---------------------------------------------------------------------------
+        Returns ``{"doc_name", "line_count", "structure"}`` where each structure node is
+        ``{"title": raw title, "node_id", "line_num": 1-based heading line, "nodes": [...]}``
+        (``nodes`` only when there are children); the preamble is left out, as PageIndex has
+        no such node. ``doc_name`` defaults to the doc id's file name without extension and
+        ``line_count`` counts lines as PageIndex does (line endings + 1).
+        """
+        if doc_name is None:
+            doc_name = posixpath.splitext(posixpath.basename(self.doc_id.replace("\\", "/")))[0]
+        built: dict[str, dict[str, Any]] = {}
+        structure: list[dict[str, Any]] = []
+        for n in self.nodes:
+            if n.is_preamble:
+                continue
+            item: dict[str, Any] = {"title": n.raw_title, "node_id": n.node_id,
+                                    "line_num": n.start + 1}
+            built[n.node_id] = item
+            if n.parent_id is None:
+                structure.append(item)
+            else:
+                built[n.parent_id].setdefault("nodes", []).append(item)
+        endings = sum(1 for line in self.lines if line.endswith(("\n", "\r")))
+        return {"doc_name": doc_name, "line_count": endings + 1, "structure": structure}
+
+    def to_dict(self, *, include_text: bool = True) -> dict[str, Any]:
+        """The whole tree as a JSON-ready dict; :meth:`from_dict` reads it back.
+
+        Nodes are a flat pre-order list with every field (0-based half-open lines). The text
+        is stored under ``"text"`` unless ``include_text`` is false; ``text_sha256`` is always
+        stored so that loading can check it was given the same text.
+        """
+        data: dict[str, Any] = {
+            "format": TREE_FORMAT,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "line_count": len(self.lines),
+            "text_sha256": _sha256(self.text),
+            "warnings": list(self.warnings),
+            "nodes": [_node_to_dict(n) for n in self.nodes],
+        }
+        if include_text:
+            data["text"] = self.text
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, text: str | None = None) -> Tree:
+        """Load :meth:`to_dict` output; ``text`` is needed when it was saved without text.
+
+        Raises :class:`IndexCorruptError` when ``data`` is not a tree in this format, and
+        :class:`DocumentError` when the text is missing or is not the text the tree was
+        built from (its SHA-256 differs).
+        """
+        try:
+            if data.get("format") != TREE_FORMAT:
+                raise ValueError(f"format is {data.get('format')!r}, expected {TREE_FORMAT!r}")
+            doc_id = str(data["doc_id"])
+            if text is None:
+                text = data.get("text")
+            if text is None:
+                raise DocumentError(doc_id, "the tree was saved without its text; pass text=")
+            if _sha256(text) != data["text_sha256"]:
+                raise DocumentError(
+                    doc_id, "text differs from the text the tree was built from (SHA-256 differs)"
+                )
+            lines = split_lines(text)
+            nodes = [_node_from_dict(d, len(lines)) for d in data["nodes"]]
+            tree = cls(doc_id=doc_id, lines=lines, nodes=nodes, title=str(data["title"]),
+                       warnings=[str(w) for w in data["warnings"]])
+        except DocumentError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise IndexCorruptError(f"not a proxy-pointer tree: {detail}") from exc
+        return tree
+
+    def to_json(self, *, include_text: bool = True, indent: int | None = None) -> str:
+        """:meth:`to_dict` as a JSON string (UTF-8 characters kept as they are)."""
+        return json.dumps(self.to_dict(include_text=include_text), ensure_ascii=False,
+                          indent=indent)
+
+    @classmethod
+    def from_json(cls, source: str, *, text: str | None = None) -> Tree:
+        """Load :meth:`to_json` output; raises as :meth:`from_dict`, and
+        :class:`IndexCorruptError` for text that is not JSON."""
+        try:
+            data = json.loads(source)
+        except json.JSONDecodeError as exc:
+            raise IndexCorruptError(f"tree JSON does not parse: {exc}") from exc
+        if not isinstance(data, dict):
+            raise IndexCorruptError("tree JSON is not an object")
+        return cls.from_dict(data, text=text)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _node_to_dict(n: Node) -> dict[str, Any]:
+    d = dataclasses.asdict(n)
+    d["path"] = list(n.path)
+    d["children"] = list(n.children)
+    return d
+
+
+_INT_FIELDS = ("level", "start", "body_start", "own_end", "end")
+
+
+def _node_from_dict(d: Mapping[str, Any], n_lines: int) -> Node:
+    for name in _INT_FIELDS:
+        if type(d[name]) is not int:
+            raise ValueError(f"node {d.get('node_id')!r}: {name} is not an integer")
+    if not 0 <= d["start"] <= d["body_start"] <= d["own_end"] <= d["end"] <= n_lines:
+        raise ValueError(f"node {d['node_id']!r}: line bounds out of order or past the text")
+    return Node(
+        node_id=str(d["node_id"]), raw_title=str(d["raw_title"]), title=str(d["title"]),
+        level=d["level"], path=tuple(str(p) for p in d["path"]), start=d["start"],
+        body_start=d["body_start"], own_end=d["own_end"], end=d["end"],
+        parent_id=None if d["parent_id"] is None else str(d["parent_id"]),
+        children=tuple(str(c) for c in d["children"]), recovered=bool(d.get("recovered", False)),
+    )
+
+
+# --- human-readable view -------------------------------------------------------------------
+def format_tree(tree: Tree, noise: Mapping[str, str] | None = None) -> str:
+    """The tree as indented text for people, one node a line, with 1-based inclusive lines.
+
+    Each line shows the node id, its title and its own line range; a node with children also
+    shows its subtree range. ``noise`` maps node ids to a label (``"contents"``) shown as
+    ``[noise: contents]``; recovered headings are marked ``[recovered]``. Warnings follow
+    the tree. Returns the text without a final newline.
+    """
+    noise = noise or {}
+    n_heads = sum(1 for n in tree.nodes if not n.is_preamble)
+    out = [f"{tree.doc_id}: {tree.title!r}, {len(tree.lines)} lines, {n_heads} headings"]
+    if not tree.nodes:
+        out.append("  (empty document)")
+    depth: dict[str, int] = {}
+    for n in tree.nodes:
+        d = depth[n.parent_id] + 1 if n.parent_id is not None else 0
+        depth[n.node_id] = d
+        a, b = n.display_own_range
+        title = "(preamble)" if n.is_preamble else (n.title or "(empty heading)")
+        line = f"{'  ' * (d + 1)}{n.node_id}  {title}  lines {a}-{b}"
+        if n.end > n.own_end:
+            line += f" (subtree {n.start + 1}-{n.end})"
+        if n.recovered:
+            line += "  [recovered]"
+        if n.node_id in noise:
+            line += f"  [noise: {noise[n.node_id]}]"
+        out.append(line)
+    out.extend(f"warning: {w}" for w in tree.warnings)
+    return "\n".join(out)
+
+
+# --- parsing -------------------------------------------------------------------------------
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark").enable("table")
     md.use(front_matter_plugin)
     return md
 
 
+# Headings and fences are block structure, which inline parsing never changes, so the
+# document is parsed block-only and only heading (and recovery-candidate) text is parsed
+# inline: this skips most of markdown-it's work on a large file.
 _MD = _parser()
+_BLOCK_MD = _parser().disable("inline")
+_BLOCK_MD_NO_FRONT_MATTER = MarkdownIt("commonmark").enable("table").disable("inline")
+
+
+def _block_parser(lines: list[str]) -> MarkdownIt:
+    """The block parser for this text: without front matter when the opening ``---`` is
+    followed by a blank line, which makes it a thematic break (Pandoc's rule), so a converted
+    document that starts with a rule does not lose its headings to the next rule."""
+    if len(lines) >= 2 and lines[0].lstrip("\ufeff").rstrip() == "---" and not lines[1].strip():
+        return _BLOCK_MD_NO_FRONT_MATTER
+    return _BLOCK_MD
 
 
 def plain_text(inline: Token) -> str:
     """Reduce an inline token to its plain text (markup, HTML tags and link targets dropped)."""
+    return _plain(inline.children or [])
+
+
+def _plain(children: list[Token]) -> str:
     parts: list[str] = []
-    for child in inline.children or []:
-        if child.type in ("text", "code_inline"):
+    for child in children:
+        if child.type in ("text", "text_special", "code_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             parts.append(" ")
@@ -170,75 +444,300 @@ def plain_text(inline: Token) -> str:
     return " ".join("".join(parts).split())
 
 
-def build_tree(text: str, doc_id: str = "document") -> Tree:
+def _inline(content: str, env: dict) -> list[Token]:
+    children: list[Token] = []
+    _MD.inline.parse(content, _MD, env, children)
+    return children
+
+
+@dataclass(slots=True)
+class _Heading:
+    start: int
+    body_start: int
+    level: int
+    raw: str
+    plain: str
+    recovered: bool = False
+    numbering: tuple[str, int, str] | None = None  # see _numbering; set during recovery
+
+
+def build_tree(
+    text: str,
+    doc_id: str = "document",
+    *,
+    recover_headings: bool | None = None,
+    config: TreeConfig | None = None,
+) -> Tree:
     """Parse ``text`` (Markdown) into its skeleton :class:`Tree`.
 
     Only top-level ATX and setext headings count: ``#`` lines in code, HTML blocks, front
-    matter, lists or block quotes do not. Never raises on Markdown content; problems such as
-    an unclosed code fence are listed in ``Tree.warnings``.
+    matter, lists or block quotes do not. A leading UTF-8 BOM is ignored for parsing and
+    kept in ``Tree.lines``. ``recover_headings`` overrides ``config.recover_headings``
+    (see :class:`TreeConfig`). Never raises on Markdown content; problems such as an
+    unclosed code fence are listed in ``Tree.warnings``.
+
+    >>> tree = build_tree("# Intro\\ntext\\n## Detail\\n", "a.md")
+    >>> [(n.node_id, n.title, n.start, n.end) for n in tree]
+    [('0000', 'Intro', 0, 3), ('0001', 'Detail', 2, 3)]
     """
+    cfg = config or TreeConfig()
+    if recover_headings is not None:
+        cfg = dataclasses.replace(cfg, recover_headings=recover_headings)
+    # markdown-it makes hundreds of thousands of small acyclic objects on a large file, and
+    # each cyclic-GC pass re-scans the survivors: pausing it halves the time on a 20 MB file.
+    # Reference counting still frees everything; collection resumes right after.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(text, doc_id, cfg)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _build(text: str, doc_id: str, cfg: TreeConfig) -> Tree:
     lines = split_lines(text)
     parse_src = text[1:] if text.startswith("\ufeff") else text
-    tokens = _MD.parse(parse_src)
+    env: dict = {}
+    tokens = _block_parser(lines).parse(parse_src, env)
     warnings: list[str] = []
+    headings: list[_Heading] = []
+    candidates: list[_Heading] = []
 
-    headings: list[tuple[int, int, int, str, str]] = []  # start, body_start, level, raw, plain
     for i, tok in enumerate(tokens):
-        if tok.type == "heading_open" and tok.level == 0 and tok.map:
-            inline = tokens[i + 1]
-            raw = inline.content.strip()
-            headings.append((tok.map[0], tok.map[1], int(tok.tag[1]), raw, plain_text(inline)))
-        elif tok.type == "fence" and tok.map and tok.map[1] >= len(lines):
-            if not _fence_closed(lines[tok.map[0] : tok.map[1]], tok.markup):
-                warnings.append(
-                    f"{doc_id}: line {tok.map[0] + 1}: code fence {tok.markup!r} is never closed; "
-                    "the rest of the document is treated as code"
-                )
+        typ = tok.type
+        if typ == "heading_open":
+            if tok.level == 0 and tok.map:
+                content = tokens[i + 1].content
+                # Setext content keeps its line breaks; a title is one line.
+                raw = " ".join(part.strip() for part in content.split("\n")) if (
+                    "\n" in content) else content.strip()
+                headings.append(_Heading(tok.map[0], tok.map[1], int(tok.tag[1]), raw,
+                                         _plain(_inline(content, env))))
+        elif typ == "fence":
+            problem = _unclosed_fence(tok, lines)
+            if problem and tok.map:
+                warnings.append(f"{doc_id}: line {tok.map[0] + 1}: code fence {tok.markup!r} "
+                                f"{problem}")
+        elif (typ == "paragraph_open" and cfg.recover_headings and tok.level == 0 and tok.map
+              and tok.map[1] - tok.map[0] == 1):
+            cand = _recovery_candidate(tok.map[0], tokens[i + 1].content, env, cfg)
+            if cand:
+                candidates.append(cand)
 
+    if cfg.recover_headings:
+        headings = _recover(headings, candidates)
     return _assemble(doc_id, lines, headings, warnings, _front_matter_title(tokens))
 
 
-def _fence_closed(block: list[str], markup: str) -> bool:
-    if len(block) < 2:
-        return False
-    last = block[-1].strip()
-    return len(last) >= len(markup) and set(last) == {markup[0]}
+def _unclosed_fence(tok: Token, lines: list[str]) -> str | None:
+    """Why the fence token is unclosed, or None when it has its closing line."""
+    start, end = tok.map  # type: ignore[misc]
+    if tok.level == 0:
+        # A closing fence: indented < 4 columns, a run of the marker at least as long as the
+        # opening one, then only spaces (CommonMark 4.5).
+        last = lines[end - 1] if end - start >= 2 else ""
+        indent = len(last.expandtabs(4)) - len(last.expandtabs(4).lstrip(" "))
+        body = last.strip(" \t\r\n")
+        closed = (end - start >= 2 and indent < 4 and len(body) >= len(tok.markup)
+                  and body == tok.markup[0] * len(body))
+        return None if closed else "is never closed; the rest of the document is treated as code"
+    content = tok.content
+    n_content = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    if end - start == n_content + 2:
+        return None
+    return "is not closed before its list item or block quote ends"
 
 
 def _front_matter_title(tokens: list[Token]) -> str | None:
     if tokens and tokens[0].type == "front_matter":
-        m = re.search(r"^title:\s*(.+?)\s*$", tokens[0].content, re.M)
+        m = re.search(r"^title:[ \t]*(.+?)[ \t]*$", tokens[0].content, re.M)
         if m:
-            return m.group(1).strip("'\"")
+            value = m.group(1)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            elif value in (">", "|", ">-", "|-"):
+                return None  # a multi-line YAML scalar: not worth a YAML parser here
+            return value or None
     return None
 
 
+# --- heading recovery ----------------------------------------------------------------------
+# "2.1.3 Title", "2.1. Title", "10 Conclusion": at most two digits first and no leading
+# zero, so a year, an amount or a label ("2022 results", "0 - out of scope") is not section
+# numbering.
+_DECIMAL_RE = re.compile(r"(?P<num>\d{1,2}(?:\.\d{1,3})*)\.?\s+(?P<rest>\S.*)")
+_KEYWORD_RE = re.compile(
+    r"(?P<kw>Chapter|Part|Section|Appendix|Annex|Article|Item|Note|Schedule|Exhibit|"
+    r"CHAPTER|PART|SECTION|APPENDIX|ANNEX|ARTICLE|ITEM|NOTE|SCHEDULE|EXHIBIT)"
+    r"(?:\s+(?:TABLE|Table|FIGURE|Figure))?"
+    r"\s+(?P<num>[A-Z]{0,2}\d+(?:\.\d+)*[A-Z]?|[IVXLCDM]+|[A-Z])"
+    r"(?P<rest>(?:[.:)]|\s+[-–—:]|\s)?.*)"
+)
+_SEPARATORS = ".:)-–— \t"
+_PAGE_NUMBER_RE = re.compile(r"\S\s+\d{1,3}$")
+
+
+def _numbering(plain: str) -> tuple[str, int, str] | None:
+    """(scheme, depth, rest) for a title with section numbering, else None.
+
+    scheme is ``""`` for bare decimal numbering and the lower-cased keyword otherwise.
+    """
+    m = _DECIMAL_RE.fullmatch(plain)
+    if m and not m.group("num").startswith("0"):
+        return "", m.group("num").count(".") + 1, m.group("rest")
+    m = _KEYWORD_RE.fullmatch(plain)
+    if m:
+        return m.group("kw").lower(), m.group("num").count(".") + 1, m.group("rest")
+    return None
+
+
+def _title_like(rest: str, *, bold: bool) -> bool:
+    """Does the text after the number read as a title rather than a sentence?"""
+    had_separator = rest[:1] in ".:)-–—"
+    rest = rest.lstrip(_SEPARATORS)
+    if not rest:
+        return True
+    if _PAGE_NUMBER_RE.search(rest):
+        return False  # "Section 7.2 Accounts 27": a table-of-contents entry
+    if not (rest[0].isupper() or rest[0].isdigit() or rest[0] in "(\"“'‘"):
+        return False
+    if bold:
+        return True
+    # A plain line must look like a heading, not the start of a sentence ("Note 4 shows...").
+    return (rest[-1] not in ".,;:!?" and len(rest.split()) <= 12
+            and (had_separator or rest[0].isupper()))
+
+
+def _bold_only(children: list[Token]) -> bool:
+    """Is the inline content one strong span (trailing spaces and breaks aside)?"""
+    kids = [c for c in children if c.type not in ("softbreak", "hardbreak")
+            and not (c.type == "text" and not c.content.strip())]
+    if len(kids) < 3 or kids[0].type != "strong_open" or kids[-1].type != "strong_close":
+        return False
+    depth = 0
+    for k, c in enumerate(kids):
+        if c.type == "strong_open":
+            depth += 1
+        elif c.type == "strong_close":
+            depth -= 1
+            if depth == 0:
+                return k == len(kids) - 1
+    return False
+
+
+def _recovery_candidate(line: int, content: str, env: dict, cfg: TreeConfig) -> _Heading | None:
+    """A one-line top-level paragraph that reads as a heading, as an unlevelled heading."""
+    raw = content.strip()
+    if not raw or len(raw) > 4 * cfg.max_recovered_title_chars:
+        return None
+    looks_bold = raw[:2] in ("**", "__") and raw[-2:] in ("**", "__")
+    looks_numbered = raw[:1].isdigit() or raw[:1] in "CPSAINE"
+    if not (looks_bold or looks_numbered):
+        return None
+    children = _inline(content, env)
+    plain = _plain(children)
+    if not plain or len(plain) > cfg.max_recovered_title_chars or plain.endswith(":"):
+        return None
+    if not any(ch.isalpha() for ch in plain):
+        return None
+    bold = looks_bold and _bold_only(children)
+    numbering = _numbering(plain)
+    if numbering and not _title_like(numbering[2], bold=bold):
+        numbering = None
+    if not (bold or numbering):
+        return None
+    return _Heading(line, line + 1, 0, raw, plain, recovered=True, numbering=numbering)
+
+
+def _recover(headings: list[_Heading], candidates: list[_Heading]) -> list[_Heading]:
+    """Re-level flattened numbered headings, then level and merge the recovered ones."""
+    for h in headings:
+        h.numbering = _numbering(h.plain)
+    numbered = [(h, n) for h in headings if (n := h.numbering) and n[0] == ""]
+    if len(numbered) >= 2 and len({h.level for h, _ in numbered}) == 1:
+        depths = {n[1] for _, n in numbered}
+        if len(depths) > 1:
+            base, dmin = numbered[0][0].level, min(depths)
+            for h, n in numbered:
+                h.level = min(6, base + n[1] - dmin)
+
+    # How this document already levels each numbering depth and keyword.
+    by_depth: dict[int, Counter[int]] = {}
+    by_keyword: dict[str, Counter[int]] = {}
+    for h in headings:
+        n = h.numbering
+        if n and n[0] == "":
+            by_depth.setdefault(n[1], Counter())[h.level] += 1
+        elif n:
+            by_keyword.setdefault(n[0], Counter())[h.level] += 1
+    depth_level = {d: _usual(c) for d, c in by_depth.items()}
+    keyword_level = {k: _usual(c) for k, c in by_keyword.items()}
+
+    merged = sorted([*headings, *candidates], key=lambda h: h.start)
+    context = 0  # level of the latest real or numbered heading
+    anchor = 0  # level of the latest real unnumbered heading
+    for h in merged:
+        n = h.numbering
+        if not h.recovered:
+            context = h.level
+            if not n:
+                anchor = h.level
+            continue
+        if n and n[0] == "":
+            if depth_level:
+                known = min(depth_level, key=lambda d: (abs(d - n[1]), d))
+                h.level = depth_level[known] + n[1] - known
+            else:
+                h.level = anchor + n[1]
+            context = h.level = max(1, min(6, h.level))
+        elif n:
+            # "Item 1A" is levelled like the document's other "Item" headings; the first
+            # one of a keyword opens a subsection and sets the level for the rest.
+            if n[0] not in keyword_level:
+                keyword_level[n[0]] = min(6, context + 1)
+            context = h.level = keyword_level[n[0]]
+        else:
+            # A bold line opens a subsection of the current section, and consecutive bold
+            # lines are siblings: the context does not move.
+            h.level = min(6, context + 1)
+    return merged
+
+
+def _usual(levels: Counter[int]) -> int:
+    """The most common level, the shallowest on a tie."""
+    return min(levels, key=lambda lv: (-levels[lv], lv))
+
+
+# --- assembling ----------------------------------------------------------------------------
 def _assemble(
     doc_id: str,
     lines: list[str],
-    headings: list[tuple[int, int, int, str, str]],
+    headings: list[_Heading],
     warnings: list[str],
     fm_title: str | None,
 ) -> Tree:
     n_lines = len(lines)
-    nodes: list[dict] = []
-    first = headings[0][0] if headings else n_lines
+    nodes: list[dict[str, Any]] = []
+    first = headings[0].start if headings else n_lines
     if first > 0:
         nodes.append(
             dict(node_id=PREAMBLE_ID, raw_title="", title="", level=0, path=(), start=0,
-                 body_start=0, own_end=first, end=first, parent_id=None, children=[])
+                 body_start=0, own_end=first, end=first, parent_id=None, children=[],
+                 recovered=False)
         )
-    stack: list[dict] = []  # open heading nodes, shallowest first
-    for k, (start, body_start, level, raw, plain) in enumerate(headings):
-        own_end = headings[k + 1][0] if k + 1 < len(headings) else n_lines
-        while stack and stack[-1]["level"] >= level:
-            stack.pop()["end"] = start
+    stack: list[dict[str, Any]] = []  # open heading nodes, shallowest first
+    for k, h in enumerate(headings):
+        own_end = headings[k + 1].start if k + 1 < len(headings) else n_lines
+        while stack and stack[-1]["level"] >= h.level:
+            stack.pop()["end"] = h.start
         parent = stack[-1] if stack else None
-        node = dict(
-            node_id=f"{k:04d}", raw_title=raw, title=plain, level=level,
-            path=(*(parent["path"] if parent else ()), plain), start=start,
-            body_start=body_start, own_end=own_end, end=n_lines,
+        node: dict[str, Any] = dict(
+            node_id=f"{k:04d}", raw_title=h.raw, title=h.plain, level=h.level,
+            path=(*(parent["path"] if parent else ()), h.plain), start=h.start,
+            body_start=h.body_start, own_end=own_end, end=n_lines,
             parent_id=parent["node_id"] if parent else None, children=[],
+            recovered=h.recovered,
         )
         if parent:
             parent["children"].append(node["node_id"])
@@ -250,7 +749,7 @@ def _assemble(
 
 
 def _doc_title(doc_id: str, nodes: list[Node], fm_title: str | None) -> str:
-    """Front-matter title, else the single shallowest heading when it opens the text, else the id."""
+    """Front-matter title, else the single shallowest heading if it opens the text, else the id."""
     if fm_title:
         return fm_title
     heads = [n for n in nodes if not n.is_preamble]
@@ -262,6 +761,6 @@ def _doc_title(doc_id: str, nodes: list[Node], fm_title: str | None) -> str:
     return doc_id
 
 
-def replace(node: Node, **changes) -> Node:
+def replace(node: Node, **changes: Any) -> Node:
     """A copy of ``node`` with some fields changed (nodes are frozen)."""
     return dataclasses.replace(node, **changes)
