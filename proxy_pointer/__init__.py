@@ -12,6 +12,7 @@ their section; a query returns whole, intact sections sliced from the stored sou
 from importlib.metadata import PackageNotFoundError, version
 
 from .chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
+from .documents import read_document
 from .embeddings import (
     CachedEmbedder,
     Embedder,
@@ -35,7 +36,7 @@ from .noise import NoiseConfig, classify_noise
 from .retrieval import Retrieval, RetrievalConfig, Retriever, Section
 from .store import VectorIndexConfig
 from .synthesis import LLM, Answer, GeminiLLM, OpenAICompatibleLLM, make_llm, synthesize
-from .tree import Node, Tree, build_tree
+from .tree import Node, Tree, TreeConfig, build_tree, format_tree
 
 try:
     __version__ = version("proxy-pointer")
@@ -67,9 +68,10 @@ __all__ = [
     "Retrieval",
     "RetrievalConfig",
     "Retriever",
-    "SentenceTransformerEmbedder",
     "Section",
+    "SentenceTransformerEmbedder",
     "Tree",
+    "TreeConfig",
     "UpdateReport",
     "VectorIndexConfig",
     "__version__",
@@ -77,7 +79,9 @@ __all__ = [
     "chunk_text",
     "chunk_tree",
     "classify_noise",
+    "format_tree",
     "make_embedder",
     "make_llm",
+    "read_document",
     "synthesize",
 ]

@@ -24,7 +24,7 @@ DEFAULT_INDEX = ".proxy-pointer-index"
 def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", default=DEFAULT_INDEX, help="index directory (default: %(default)s)")
     p.add_argument("--budget", type=int, default=2000, help="context token budget (default 2000)")
-    p.add_argument("--k", type=int, default=5, help="unique sections to keep (default 5)")
+    p.add_argument("--k", type=int, default=10, help="unique sections to keep (default 10)")
     p.add_argument("--k-search", type=int, default=200, help="chunks to search (default 200)")
     p.add_argument("--doc", action="append", default=None, metavar="DOC_ID",
                    help="search only this document (repeatable)")
@@ -32,7 +32,8 @@ def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
                    help='search only under this breadcrumb prefix, e.g. "Chapter 2"')
     p.add_argument("--expand", choices=["section", "own"], default="section",
                    help="hand over whole sections with subsections, or own text only")
-    p.add_argument("--hybrid", action="store_true", help="fuse BM25 with dense search")
+    p.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=True,
+                   help="fuse BM25 with dense search (default on; --no-hybrid: dense only)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -108,10 +109,10 @@ def _cmd_tree(args: argparse.Namespace) -> int:
     else:
         labels = None
         if args.noise:
-            from .noise import NoiseConfig, classify_noise
+            from .noise import NoiseConfig, classify_noise, noise_labels
 
-            labels = {nid: f"noise: {d.category} ({d.scope})"
-                      for nid, d in classify_noise(tree, NoiseConfig()).items()}
+            labels = {nid: label.removeprefix("noise: ") for nid, label in
+                      noise_labels(classify_noise(tree, NoiseConfig())).items()}
         print(format_tree(tree, noise=labels))
     return 0
 

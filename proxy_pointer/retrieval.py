@@ -90,19 +90,20 @@ class Retrieval:
 
 @dataclass(frozen=True, kw_only=True)
 class RetrievalConfig:
-    """How a question becomes sections.
+    """How a question becomes sections. Defaults were tuned on qasper-dev (see README).
 
     * ``k_search`` chunks are searched, merged into unique nodes, the best ``k`` kept.
     * ``expand="section"`` hands over a node with its subsections (the reference design);
       ``"own"`` only its own text up to its first child.
     * ``budget`` caps the total tokens of all section texts; a section that does not fit
-      whole is trimmed to its heading and a window around the chunks that matched.
-    * ``max_section_share``: a section longer than this share of the budget is trimmed too,
-      so that one long chapter cannot crowd out every other hit.
+      whole is trimmed to its heading and the lines around the chunks that matched.
+    * A section may take at most ``max(section_floor, max_section_share * budget)`` tokens
+      before it is trimmed the same way, so one long chapter cannot crowd out every other
+      hit (at the default 2,000-token budget: 600 tokens).
     * ``promote_parent``: when this many (>= 2) selected nodes share a parent, the parent's
-      section replaces them if it fits; 0 turns it off.
-    * ``hybrid`` fuses BM25 (bm25s, over the same chunks) with the dense ranking by
-      reciprocal rank fusion (constant ``rrf_k``).
+      section replaces them if it fits; 0 (default) turns it off.
+    * ``hybrid`` (default on) fuses BM25 (bm25s, over the same chunks and breadcrumbs) with
+      the dense ranking by reciprocal rank fusion (constant ``rrf_k``); no LLM either way.
     * ``title_boost`` is added to the score of chunks whose breadcrumb carries a label the
       question names ("Chapter 2", "Box 1.1", "Item 7", "Note 12", "Table 3"): the
       embedder barely sees such numbers, the breadcrumb states them exactly.
@@ -111,12 +112,13 @@ class RetrievalConfig:
     """
 
     budget: int = 2000
-    k: int = 5
+    k: int = 10
     k_search: int = 200
     expand: str = "section"
-    max_section_share: float = 1.0
+    max_section_share: float = 0.3
+    section_floor: int = 400
     promote_parent: int = 0
-    hybrid: bool = False
+    hybrid: bool = True
     rrf_k: int = 60
     title_boost: float = 0.15
     doc_ids: tuple[str, ...] | None = None
@@ -142,6 +144,8 @@ class RetrievalConfig:
             raise ConfigError("max_section_share must be in (0, 1]")
         if self.promote_parent < 0 or self.promote_parent == 1:
             raise ConfigError("promote_parent must be 0 (off) or at least 2")
+        if self.section_floor < 0:
+            raise ConfigError("section_floor must be >= 0")
         if self.rrf_k < 1:
             raise ConfigError("rrf_k must be at least 1")
 
@@ -281,7 +285,7 @@ class Retriever:
         selected = self._select(candidates, cfg)
         sections: list[Section] = []
         left = cfg.budget
-        cap = max(1, int(cfg.budget * cfg.max_section_share))
+        cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
         for cand, (start, end) in selected:
             if left <= 0:
                 break
@@ -466,7 +470,10 @@ def _drop_contained(chosen: list[tuple[_Candidate, tuple[int, int]]], i: int
     out = []
     for j, (c, r) in enumerate(chosen):
         if j != i and c.doc_id == cand.doc_id and rng[0] <= r[0] and r[1] <= rng[1]:
-            cand.rows.extend(r_ for r_ in c.rows if r_ not in cand.rows)
+            for row, score in zip(c.rows, c.row_scores, strict=True):
+                if row not in cand.rows:
+                    cand.rows.append(row)
+                    cand.row_scores.append(score)
             continue
         out.append((c, r))
     return out

@@ -126,6 +126,26 @@ def test_parent_promotion_returns_the_parent_once() -> None:
     assert "2.1 Agricultural demand" not in titles and "2.2 Urban demand" not in titles
     parent = promoted.sections[titles.index("Chapter 2: Demand")]
     assert "### 2.1 Agricultural demand" in parent.text and "### 2.2 Urban demand" in parent.text
+    # A budget too small for the parent (215 tokens): the fragments stay.
+    small = idx.retrieve(q, k=3, expand="own", budget=200, promote_parent=2)
+    assert "2.1 Agricultural demand" in [s.title for s in small.sections] or any(
+        s.title == "2.2 Urban demand" for s in small.sections)
+    assert all(s.text.count("### 2.") <= 1 for s in small.sections)
+
+
+def test_parent_promotion_with_whole_sections_keeps_scores_and_spans() -> None:
+    idx = Index.build([FIXTURES / REPORT], embedder=HashEmbedder(256))
+    q = "agricultural urban demand withdrawals irrigation litres"
+    plain = idx.retrieve(q, k=3, expand="section", budget=3000, hybrid=False)
+    assert [s.title for s in plain.sections][:1] == ["Chapter 2: Demand"]
+    promoted = idx.retrieve(q, k=3, expand="section", budget=3000, promote_parent=2,
+                            hybrid=False, max_section_share=1.0)
+    # Chapters 1 and 2 are both hit: their parent, the whole report, replaces them.
+    (whole,) = promoted.sections
+    assert whole.title == "Regional Water Outlook 2024"
+    assert whole.score == plain.sections[0].score
+    assert len(whole.matched_spans) >= 3
+    assert "## Chapter 1: Supply" in whole.text and "## Chapter 2: Demand" in whole.text
 
 
 def test_hybrid_finds_exact_terms(index: Index) -> None:

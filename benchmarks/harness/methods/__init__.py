@@ -1,0 +1,64 @@
+"""The methods under test, by name (see each module for what it does)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from . import proxy, windows
+from .base import SCOPES, BuildStats, CountingEmbedder, Method, MethodUnavailable
+from .oracle import OracleMethod
+from .pageindex import PageIndexMethod
+from .proxy import ProxyPointerMethod
+from .windows import BM25Method, FlatMethod
+
+__all__ = [
+    "DEFAULT_METHODS",
+    "METHODS",
+    "SCOPES",
+    "BuildStats",
+    "CountingEmbedder",
+    "Method",
+    "MethodUnavailable",
+    "fresh_caches",
+    "make_method",
+]
+
+METHODS: dict[str, Callable[..., Any]] = {
+    "proxy-pointer": lambda k: ProxyPointerMethod("proxy-pointer", k=k),
+    "proxy-pointer-own": lambda k: ProxyPointerMethod("proxy-pointer-own", expand="own", k=k),
+    "proxy-pointer-dense": lambda k: ProxyPointerMethod("proxy-pointer-dense", hybrid=False,
+                                                        k=k),
+    "proxy-pointer-no-noise": lambda k: ProxyPointerMethod("proxy-pointer-no-noise",
+                                                           noise=False, k=k),
+    "proxy-pointer-naive": lambda k: ProxyPointerMethod(
+        "proxy-pointer-naive", k=k or 5, hybrid=False, max_section_share=1.0, section_floor=0),
+    "flat": lambda k: FlatMethod("flat", 2000, 200),
+    "flat-500": lambda k: FlatMethod("flat-500", 500, 50),
+    "bm25": lambda k: BM25Method("bm25", 2000, 200),
+    "oracle": lambda k: OracleMethod(),
+    "pageindex": lambda k: PageIndexMethod(),
+}
+
+# PageIndex is opt-in: it needs its own virtualenv and, for quality numbers, an LLM.
+DEFAULT_METHODS = tuple(m for m in METHODS if m != "pageindex")
+
+
+def make_method(name: str, *, k: int | None = None) -> Any:
+    """A fresh method object by registry name; raises KeyError for an unknown name."""
+    return METHODS[name](k)
+
+
+@contextmanager
+def fresh_caches() -> Iterator[None]:
+    """Inside: no windows or indexes are shared, so a build starts from scratch. After: the
+    shared ones are back, so later variants reuse the original build and its statistics."""
+    saved = windows.save_cache(), proxy.save_cache()
+    windows.restore_cache({})
+    proxy.restore_cache({})
+    try:
+        yield
+    finally:
+        windows.restore_cache(saved[0])
+        proxy.restore_cache(saved[1])

@@ -1,0 +1,128 @@
+"""``proxy-pointer``: this library's retriever, with default settings and variants.
+
+One index (noise filter on) serves ``proxy-pointer`` (the library's defaults),
+``proxy-pointer-own`` (own text only), ``proxy-pointer-dense`` (BM25 fusion off) and
+``proxy-pointer-naive`` (the reference design: the 5 best whole sections, best first, no
+fusion, no per-section cap); ``proxy-pointer-no-noise`` builds a second index with the noise
+filter off. The
+library packs its own sections under the budget; the harness packs them again with the
+common rule, which cuts nothing when the library kept to the budget (its ``cut_share`` is
+then 0; a non-zero share means the library returned more than the budget).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..context import Piece
+from ..dataset import Dataset, Question
+from .base import BuildStats, MethodUnavailable, dir_bytes
+
+__all__ = ["ProxyPointerMethod", "restore_cache", "save_cache"]
+
+_SUFFIX = ".md"
+
+
+@dataclass(frozen=True)
+class _Built:
+    index: Any
+    stats: BuildStats
+
+
+_BUILT: dict[tuple[int, str, bool], _Built] = {}
+
+
+def save_cache() -> dict:
+    """A copy of the indexes shared between variants."""
+    return dict(_BUILT)
+
+
+def restore_cache(saved: dict) -> None:
+    """Replace the indexes shared between variants with ``saved``."""
+    _BUILT.clear()
+    _BUILT.update(saved)
+
+
+def _index_class() -> Any:
+    try:
+        from proxy_pointer import Index
+    except ImportError as exc:
+        raise MethodUnavailable(
+            f"proxy_pointer.Index is not importable yet ({exc}); the adapter is ready"
+        ) from exc
+    return Index
+
+
+def _chunk_config(noise: bool) -> Any:
+    """The default chunking (``None``), or the default with every noise category off."""
+    if noise:
+        return None
+    try:
+        from proxy_pointer.chunking import ChunkConfig
+        from proxy_pointer.noise import NoiseConfig
+    except ImportError as exc:
+        raise MethodUnavailable(f"cannot switch the noise filter off ({exc})") from exc
+    return ChunkConfig(noise=NoiseConfig(categories=frozenset()))
+
+
+class ProxyPointerMethod:
+    points_at_sections = True
+    scopes = ("per-doc", "corpus")
+
+    def __init__(self, name: str = "proxy-pointer", *, noise: bool = True,
+                 k: int | None = None, **options: Any) -> None:
+        self.name = name
+        self.noise = noise
+        # Library defaults (RetrievalConfig) unless a variant overrides them.
+        self.options = {**options, **({"k": k} if k is not None else {})}
+        shown = ", ".join(f"{key}={v!r}" for key, v in sorted(self.options.items()))
+        self.description = (
+            f"proxy-pointer Index, {'defaults' if not shown else shown}, "
+            f"noise filter {'on' if noise else 'off'}"
+        )
+        self._index: Any = None
+
+    @property
+    def memory_key(self) -> str:
+        """Variants sharing an index share its memory measurement."""
+        return f"proxy-pointer-index-noise-{self.noise}"
+
+    def build(self, dataset: Dataset, embedder: Any) -> BuildStats:
+        Index = _index_class()
+        key = (id(dataset), embedder.model_id, self.noise)
+        built = _BUILT.get(key)
+        if built is not None:
+            self._index = built.index
+            shared = f"index shared with the other variants (noise {'on' if self.noise else 'off'})"
+            return BuildStats(**{**built.stats.__dict__, "notes": (shared,)})
+        config = _chunk_config(self.noise)
+        paths = [str(dataset.doc_path(d)) for d in dataset.docs]
+        texts0, computed0 = embedder.texts, embedder.computed
+        t0 = time.perf_counter()
+        index = Index.build(paths, root=str(dataset.docs_dir), embedder=embedder,
+                            chunk_config=config)
+        seconds = time.perf_counter() - t0
+        size = None
+        if hasattr(index, "save"):
+            with tempfile.TemporaryDirectory() as tmp:
+                index.save(tmp)
+                size = dir_bytes(tmp)
+        stats = BuildStats(seconds=seconds, units=len(index.chunks),
+                           embed_texts=embedder.texts - texts0,
+                           embed_computed=embedder.computed - computed0, index_bytes=size)
+        _BUILT[key] = _Built(index, stats)
+        self._index = index
+        return stats
+
+    def retrieve(self, question: Question, scope: str, budget: int) -> Iterator[Piece]:
+        doc_ids = [question.doc_id + _SUFFIX] if scope == "per-doc" else None
+        res = self._index.retrieve(question.question, budget=budget, doc_ids=doc_ids,
+                                   **self.options)
+        for s in res.sections:
+            doc = s.doc_id[: -len(_SUFFIX)] if s.doc_id.endswith(_SUFFIX) else s.doc_id
+            # Tokens are recounted by the harness, not taken from the library's own count.
+            yield Piece(text=s.text, doc_id=doc, path=tuple(s.path))
