@@ -138,9 +138,12 @@ def _cmd_index(args: argparse.Namespace) -> int:
     from .store import VectorIndexConfig, current_generation
 
     existing = current_generation(args.index) is not None
-    embedder = None
-    if args.embedder or not existing:
-        embedder = _make_embedder(args.embedder, args.cache_dir)
+    spec = args.embedder
+    if spec is None and existing:
+        from .store import load_manifest
+
+        spec = load_manifest(args.index)["embedder"]["model_id"]
+    embedder = _make_embedder(spec, args.cache_dir)
     chunk_config = None
     if not existing or args.chunking != "tokens" or args.no_noise_filter:
         chunk_config = ChunkConfig.chars(2000, 200) if args.chunking == "chars" else ChunkConfig()
@@ -150,7 +153,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     idx, report = update_directory(
         args.index, args.paths, embedder=embedder, chunk_config=chunk_config,
-        vector_config=VectorIndexConfig(kind="hnsw" if args.approximate else "flat"),
+        vector_config=VectorIndexConfig(kind="hnsw") if args.approximate else None,
         recover_headings=args.recover_headings, lock_timeout=args.lock_timeout,
         root=args.root, include=tuple(args.include or DEFAULT_INCLUDE),
         exclude=tuple(args.exclude), prune=args.prune, progress=bar,

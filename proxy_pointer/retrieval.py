@@ -11,6 +11,7 @@ headings have no node and are used as context directly.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,9 @@ class Retrieval:
     budget: int
     tokens_used: int
     candidates: int = 0  # unique nodes found before the k / budget cut
+    timings: dict[str, float] = field(default_factory=dict, compare=False)
+    """Seconds per stage: ``embed`` (query vector), ``search`` (dense, BM25, fusion),
+    ``dedupe`` (grouping chunks by node) and ``slice`` (sections, trimming, budget)."""
 
     @property
     def context(self) -> str:
@@ -183,11 +187,16 @@ class Retriever:
         rows = self._filter_rows(cfg)
         if (rows is not None and len(rows) == 0) or not self.index.chunks:
             return Retrieval(question, (), cfg.budget, 0)
-        ranked = self._search(question[:_MAX_QUESTION_CHARS], cfg, rows)
+        timings: dict[str, float] = {}
+        ranked = self._search(question[:_MAX_QUESTION_CHARS], cfg, rows, timings)
+        t = time.perf_counter()
         candidates = self._group(ranked)
+        timings["dedupe"] = time.perf_counter() - t
+        t = time.perf_counter()
         sections = self._assemble(candidates, cfg)
+        timings["slice"] = time.perf_counter() - t
         used = sum(s.tokens for s in sections)
-        return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates))
+        return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates), timings)
 
     # --- search ---------------------------------------------------------------------
     def _filter_rows(self, cfg: RetrievalConfig) -> np.ndarray | None:
@@ -210,10 +219,20 @@ class Retriever:
             rows = np.asarray(keep, np.int64)
         return rows
 
-    def _search(self, question: str, cfg: RetrievalConfig, rows: np.ndarray | None
-                ) -> list[tuple[int, float]]:
+    def _search(self, question: str, cfg: RetrievalConfig, rows: np.ndarray | None,
+                timings: dict[str, float]) -> list[tuple[int, float]]:
         """Chunk rows with fused scores, best first."""
+        t = time.perf_counter()
         q = np.asarray(self.index.embedder.embed_query(question), dtype=np.float32)
+        timings["embed"] = time.perf_counter() - t
+        t = time.perf_counter()
+        try:
+            return self._rank(question, q, cfg, rows)
+        finally:
+            timings["search"] = time.perf_counter() - t
+
+    def _rank(self, question: str, q: np.ndarray, cfg: RetrievalConfig,
+              rows: np.ndarray | None) -> list[tuple[int, float]]:
         scores, found = self.index.vector_index.search(q, cfg.k_search, rows)
         dense = list(zip(found.tolist(), scores.tolist(), strict=True))
         labels = _labels(question) if cfg.title_boost else []

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("langchain_core")
-from langchain_core.documents import Document  # noqa: E402
-from langchain_tests.integration_tests import RetrieversIntegrationTests  # noqa: E402
+from langchain_core.documents import Document
+from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from proxy_pointer import HashEmbedder, Index  # noqa: E402
-from proxy_pointer.langchain import ProxyPointerRetriever  # noqa: E402
+from proxy_pointer import HashEmbedder, Index
+from proxy_pointer.langchain import ProxyPointerRetriever
 
 FIXTURES = Path(__file__).parent / "fixtures" / "retrieval"
 _INDEX = Index.build([FIXTURES], embedder=HashEmbedder(256))

@@ -1,0 +1,158 @@
+"""Tests for ``proxy-pointer index``: summary line, incremental runs, prune, error exits."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from proxy_pointer.cli import main
+from proxy_pointer.index import Index
+from proxy_pointer.store import current_generation, write_lock
+
+FIXTURES = Path(__file__).parent / "fixtures" / "index" / "docs"
+REPO = Path(__file__).resolve().parent.parent
+SUMMARY = re.compile(
+    r"^(?P<index>.+): (?P<added>\d+) added, (?P<updated>\d+) updated, "
+    r"(?P<unchanged>\d+) unchanged, (?P<removed>\d+) removed, (?P<skipped>\d+) skipped; "
+    r"(?P<chunks>\d+) chunks \((?P<embedded>\d+) embedded\) in (?P<seconds>\d+\.\d)s "
+    r"\[(?P<documents>\d+) documents in index; \d+\.\ds total\]$"
+)
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    out = tmp_path / "docs"
+    shutil.copytree(FIXTURES, out)
+    return out
+
+
+def run_index(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str
+              ) -> tuple[int, dict[str, str], str]:
+    """Run ``proxy-pointer index ARGS --index tmp/idx``: (exit status, summary fields, stderr)."""
+    code = main(["index", *args, "--index", str(tmp_path / "idx"),
+                 "--cache-dir", str(tmp_path / "cache"), "--quiet"])
+    out, err = capsys.readouterr()
+    fields: dict[str, str] = {}
+    if code == 0:
+        lines = out.strip().splitlines()
+        assert len(lines) == 1, out
+        m = SUMMARY.match(lines[0])
+        assert m, lines[0]
+        fields = m.groupdict()
+    return code, fields, err
+
+
+def _counts(fields: dict[str, str]) -> tuple[int, ...]:
+    return tuple(int(fields[k]) for k in ("added", "updated", "unchanged", "removed", "skipped"))
+
+
+def test_index_twice_is_incremental(capsys, docs: Path, tmp_path: Path) -> None:
+    code, first, err = run_index(capsys, tmp_path, str(docs), "--embedder", "hash:64")
+    assert code == 0 and err == ""
+    assert _counts(first) == (3, 0, 0, 0, 0)
+    assert first["index"] == str(tmp_path / "idx")
+    assert int(first["chunks"]) == int(first["embedded"]) > 0
+    assert first["documents"] == "3"
+
+    path = docs / "observatory.md"
+    path.write_text(path.read_text().replace("two metre mirror", "four metre segmented mirror"))
+    # No --embedder: the index's manifest names it.
+    code, second, _ = run_index(capsys, tmp_path, str(docs))
+    assert code == 0
+    assert _counts(second) == (0, 1, 2, 0, 0)
+    assert second["chunks"] == first["chunks"]
+    assert int(second["embedded"]) == 1  # only the edited section's chunk
+
+    code, third, _ = run_index(capsys, tmp_path, str(docs), "--embedder", "hash:64")
+    assert _counts(third) == (0, 0, 3, 0, 0) and third["embedded"] == "0"
+    idx = Index.load(tmp_path / "idx")
+    assert "segmented" in idx.text("observatory.md")
+
+
+def test_prune(capsys, docs: Path, tmp_path: Path) -> None:
+    run_index(capsys, tmp_path, str(docs), "--embedder", "hash:64")
+    (docs / "harbor.md").unlink()
+    _, kept, _ = run_index(capsys, tmp_path, str(docs))
+    assert _counts(kept) == (0, 0, 2, 0, 0) and kept["documents"] == "3"
+    _, pruned, _ = run_index(capsys, tmp_path, str(docs), "--prune")
+    assert _counts(pruned) == (0, 0, 2, 1, 0) and pruned["documents"] == "2"
+    assert "harbor.md" not in Index.load(tmp_path / "idx").documents
+
+
+def test_skipped_file_warns_and_indexes_the_rest(capsys, docs: Path, tmp_path: Path) -> None:
+    (docs / "broken.md").write_bytes(b"# Broken\n\n\xff\xfe bytes\n")
+    code, fields, err = run_index(capsys, tmp_path, str(docs), "--embedder", "hash:64")
+    assert code == 0
+    assert _counts(fields) == (3, 0, 0, 0, 1)
+    assert err.startswith("warning: skipped ") and "broken.md" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_approximate_and_root_options(capsys, docs: Path, tmp_path: Path) -> None:
+    code, fields, _ = run_index(capsys, tmp_path, str(docs / "harbor.md"), str(docs / "orchard.md"),
+                                "--embedder", "hash:64", "--approximate", "--root", str(tmp_path))
+    assert code == 0 and fields["added"] == "2"
+    assert (current_generation(tmp_path / "idx") / "hnsw.faiss").is_file()
+    assert sorted(Index.load(tmp_path / "idx").documents) == ["docs/harbor.md", "docs/orchard.md"]
+
+
+def _error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("proxy-pointer: error: "), err
+    return lines[0]
+
+
+def test_errors_exit_1_with_one_line(capsys, docs: Path, tmp_path: Path) -> None:
+    code, _, err = run_index(capsys, tmp_path, str(docs / "missing.md"), "--embedder", "hash:64")
+    assert code == 1 and "missing.md: no such file" in _error_line(err)
+
+    run_index(capsys, tmp_path, str(docs), "--embedder", "hash:64")
+    code, _, err = run_index(capsys, tmp_path, str(docs), "--embedder", "hash:32")
+    assert code == 1
+    assert "'hash:64', but 'hash:32' was requested" in _error_line(err)
+
+    code, _, err = run_index(capsys, tmp_path, str(docs), "--chunking", "chars")
+    assert code == 1 and "other chunking settings" in _error_line(err)
+
+    with write_lock(tmp_path / "idx"):
+        code, _, err = run_index(capsys, tmp_path, str(docs))
+    assert code == 1 and "another process is writing" in _error_line(err)
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "x.md").write_text("# A\n")
+    (tmp_path / "b" / "x.md").write_text("# B\n")
+    code, _, err = run_index(capsys, tmp_path, str(tmp_path / "a"), str(tmp_path / "b"))
+    assert code == 1 and "duplicate doc id 'x.md'" in _error_line(err)
+
+    gen = current_generation(tmp_path / "idx")
+    (gen / "chunks.jsonl").write_text("{not json\n")
+    code, _, err = run_index(capsys, tmp_path, str(docs))
+    assert code == 1 and "chunks.jsonl: line 1: not valid JSON" in _error_line(err)
+
+
+def test_module_entry_point_reports_errors(docs: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    base = [sys.executable, "-m", "proxy_pointer.cli", "index", "--index", str(tmp_path / "idx"),
+            "--cache-dir", str(tmp_path / "cache"), "--embedder", "hash:64"]
+    bad = subprocess.run([*base, str(tmp_path / "nowhere")], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert "nowhere: no such file" in _error_line(bad.stderr)
+    ok = subprocess.run([*base, str(docs)], cwd=REPO, env=env, capture_output=True, text=True,
+                        timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert SUMMARY.match(ok.stdout.strip())
+
+
+def test_usage_error_exits_2(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["index"])
+    assert e.value.code == 2

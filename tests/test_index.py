@@ -1,0 +1,481 @@
+"""Tests for proxy_pointer.index: build/save/load, incremental updates, snapshots, errors."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from proxy_pointer.chunking import ChunkConfig, chunk_tree
+from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder
+from proxy_pointer.errors import (
+    ConfigError,
+    DocumentError,
+    EmbeddingError,
+    IndexCorruptError,
+    IndexLockedError,
+    IndexMismatchError,
+)
+from proxy_pointer.index import Index, discover, update_directory
+from proxy_pointer.store import VectorIndexConfig, current_generation
+from proxy_pointer.tree import build_tree
+
+FIXTURES = Path(__file__).parent / "fixtures" / "index" / "docs"
+REPO = Path(__file__).resolve().parent.parent
+QUESTIONS = [
+    "When are apple trees pruned?",
+    "Which ships may enter at high tide?",
+    "How are exposures stored in the archive?",
+    "Where do ferries moor?",
+]
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    """A writable copy of the three fixture documents."""
+    out = tmp_path / "docs"
+    shutil.copytree(FIXTURES, out)
+    return out
+
+
+def _lines(text: str, section) -> str:
+    """The 1-based inclusive line range of ``section`` cut from ``text``."""
+    return "".join(text.splitlines(keepends=True)[section.start_line - 1:section.end_line])
+
+
+def _edit_harbor(docs: Path) -> str:
+    """Rewrite the Mooring section of harbor.md; returns the new text."""
+    path = docs / "harbor.md"
+    text = path.read_text()
+    old = "Ferries moor at the north quay with four lines"
+    assert old in text
+    new = text.replace(old, "Ferries now moor at the south quay beside the lighthouse with six "
+                            "lines,\nand an extra breast line in storms")
+    path.write_text(new)
+    return new
+
+
+def _retrieval_key(r):
+    return [(s.ref, s.start_line, s.end_line, s.score, s.text) for s in r.sections]
+
+
+# --- round trip --------------------------------------------------------------------------
+def test_round_trip_gives_identical_results(docs: Path, tmp_path: Path) -> None:
+    idx = Index.build([docs], embedder=HashEmbedder(64))
+    assert sorted(idx.documents) == ["harbor.md", "observatory.md", "orchard.md"]
+    gen = idx.save(tmp_path / "idx")
+    assert (tmp_path / "idx" / "CURRENT").read_text().strip() == gen
+
+    loaded = Index.load(tmp_path / "idx")  # no embedder: the manifest names it
+    assert isinstance(loaded.embedder, HashEmbedder)
+    assert loaded.embedder.model_id == "hash:64"
+    assert loaded.documents == idx.documents
+    assert loaded.chunks == idx.chunks
+    np.testing.assert_array_equal(loaded.vectors, idx.vectors)
+    for q in QUESTIONS:
+        for opts in ({"budget": 300}, {"budget": 2000, "k": 2},
+                     {"budget": 500, "doc_ids": ["harbor.md", "orchard.md"]}):
+            a, b = idx.retrieve(q, **opts), loaded.retrieve(q, **opts)
+            assert a.sections == b.sections
+            assert a.sections, (q, opts)
+    r = loaded.retrieve("ferries moor quay lines", budget=500, k=1, doc_ids=["harbor.md"])
+    assert {s.doc_id for s in r.sections} == {"harbor.md"}
+    assert r.sections[0].title == "Mooring"
+
+
+def test_retrieved_sections_slice_the_source(docs: Path) -> None:
+    idx = Index.build([docs], embedder=HashEmbedder(64))
+    for q in QUESTIONS:
+        for s in idx.retrieve(q, budget=2000).sections:
+            assert s.text == _lines((docs / s.doc_id).read_text(), s)
+
+
+def test_load_with_explicit_embedder_and_cache_wrapper(docs: Path, tmp_path: Path) -> None:
+    Index.build([docs], embedder=HashEmbedder(64)).save(tmp_path / "idx")
+    emb = CachedEmbedder(HashEmbedder(64), tmp_path / "cache")
+    loaded = Index.load(tmp_path / "idx", embedder=emb)
+    assert loaded.embedder is emb
+    assert loaded.retrieve(QUESTIONS[0]).sections
+
+
+def test_text_documents_get_window_chunks(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "notes.txt").write_text("# not a heading\n" + "plain words here\n" * 40)
+    idx = Index.build([tmp_path / "d"], embedder=HashEmbedder(32))
+    assert idx.documents["notes.txt"].kind == "text"
+    assert all(c.node_id is None for c in idx.chunks)
+    s = idx.retrieve("plain words", budget=5000).sections[0]
+    assert s.ref.startswith("notes.txt#L")
+
+
+# --- incremental ---------------------------------------------------------------------------
+def test_incremental_update_embeds_only_changed_chunks(docs: Path, tmp_path: Path) -> None:
+    cache, target = tmp_path / "cache", tmp_path / "idx"
+    emb = CachedEmbedder(HashEmbedder(64), cache)
+    idx, rep = update_directory(target, [docs], embedder=emb)
+    assert rep.added == ("harbor.md", "observatory.md", "orchard.md")
+    assert rep.embedded == emb.misses == len(idx.chunks) == rep.chunks
+    old_harbor = {c.embed_text for c in idx.chunks if c.doc_id == "harbor.md"}
+    gen1 = current_generation(target)
+
+    new_text = _edit_harbor(docs)
+    new_chunks = chunk_tree(build_tree(new_text, doc_id="harbor.md"), idx.chunk_config)
+    changed = [c for c in new_chunks if c.embed_text not in old_harbor]
+    assert 0 < len(changed) < len(new_chunks)
+
+    emb2 = CachedEmbedder(HashEmbedder(64), cache)
+    _, rep2 = update_directory(target, [docs], embedder=emb2)
+    assert rep2.added == () and rep2.removed == ()
+    assert rep2.updated == ("harbor.md",)
+    assert rep2.unchanged == ("observatory.md", "orchard.md")
+    assert rep2.embedded == emb2.misses == len(changed)
+    assert emb2.hits == 0  # unchanged chunks reuse their stored vectors, never ask
+    assert set(rep2.timings) >= {"tree", "chunking", "embedding", "index", "write"}
+    assert current_generation(target) != gen1
+
+    # The updated document's sections slice correctly from the new stored copy.
+    reloaded = Index.load(target)
+    assert reloaded.text("harbor.md") == new_text
+    r = reloaded.retrieve("ferries south quay lighthouse breast line", budget=1000, k=1,
+                          doc_ids=["harbor.md"])
+    top = r.sections[0]
+    assert top.title == "Mooring"
+    assert "lighthouse" in top.text
+    assert top.text == _lines(new_text, top)
+    # Vectors of the reused chunks equal a fresh embedding of their text.
+    fresh = HashEmbedder(64).embed_documents([c.embed_text for c in reloaded.chunks])
+    np.testing.assert_allclose(reloaded.vectors, fresh, atol=1e-6)
+
+
+def test_unchanged_update_writes_nothing(docs: Path, tmp_path: Path) -> None:
+    target = tmp_path / "idx"
+    update_directory(target, [docs], embedder=HashEmbedder(64))
+    gen = current_generation(target)
+    _, rep = update_directory(target, [docs], embedder=HashEmbedder(64))
+    assert rep.unchanged == ("harbor.md", "observatory.md", "orchard.md")
+    assert rep.embedded == 0 and "write" not in rep.timings
+    assert current_generation(target) == gen
+
+
+def test_prune_removes_deleted_files_only_when_asked(docs: Path, tmp_path: Path) -> None:
+    target = tmp_path / "idx"
+    update_directory(target, [docs], embedder=HashEmbedder(64))
+    (docs / "observatory.md").unlink()
+    idx, rep = update_directory(target, [docs], embedder=HashEmbedder(64))
+    assert rep.removed == () and "observatory.md" in idx.documents
+    idx, rep = update_directory(target, [docs], embedder=HashEmbedder(64), prune=True)
+    assert rep.removed == ("observatory.md",)
+    loaded = Index.load(target)
+    assert sorted(loaded.documents) == ["harbor.md", "orchard.md"]
+    assert all(c.doc_id != "observatory.md" for c in loaded.chunks)
+    assert len(loaded.vectors) == len(loaded.chunks)
+    assert not loaded.retrieve("telescope mirror", doc_ids=["observatory.md"]).sections
+
+
+def test_add_text_and_remove(tmp_path: Path) -> None:
+    idx = Index(embedder=HashEmbedder(64))
+    text = (FIXTURES / "orchard.md").read_text()
+    assert idx.add_text("mem/orchard.md", text) is True
+    assert idx.add_text("mem/orchard.md", text) is False  # unchanged
+    n = len(idx.chunks)
+    assert idx.add_text("mem/orchard.md", text + "\n## Storage\n\n" + "Cellar crates. " * 12)
+    assert len(idx.chunks) == n + 1
+    assert idx.retrieve("cellar crates", budget=500, k=1).sections[0].title == "Storage"
+    assert idx.add_text("notes.txt", "loose notes about bread baking\n" * 5)
+    assert idx.documents["notes.txt"].kind == "text"
+    assert idx.remove(["mem/orchard.md", "absent.md"]) == ["mem/orchard.md"]
+    assert list(idx.documents) == ["notes.txt"]
+    assert len(idx.rows_for(["mem/orchard.md"])) == 0
+    assert len(idx.vectors) == len(idx.chunks)
+    idx.save(tmp_path / "idx")
+    assert list(Index.load(tmp_path / "idx").documents) == ["notes.txt"]
+
+
+_WORDS = ["apple", "tide", "quay", "mirror", "archive", "prune", "crane", "dome", "cellar"]
+_section = st.lists(st.sampled_from(_WORDS), min_size=20, max_size=40).map(" ".join)
+_doc = st.lists(_section, min_size=1, max_size=3).map(
+    lambda secs: "".join(f"## Part {i}\n\n{s}\n\n" for i, s in enumerate(secs)))
+_op = st.tuples(st.sampled_from(["a.md", "b.md", "c.md"]), st.one_of(st.none(), _doc))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_op, min_size=1, max_size=8))
+def test_any_update_sequence_keeps_vectors_aligned(ops) -> None:
+    """Invariant: after any adds/edits/removals, row i holds the vector of chunk i's text."""
+    emb = HashEmbedder(32)
+    idx = Index(embedder=emb)
+    expected: dict[str, str] = {}
+    for doc_id, text in ops:
+        if text is None:
+            idx.remove([doc_id])
+            expected.pop(doc_id, None)
+        else:
+            idx.add_text(doc_id, text)
+            expected[doc_id] = text
+    assert {d: idx.text(d) for d in idx.documents} == expected
+    assert len(idx.vectors) == len(idx.chunks)
+    assert {c.doc_id for c in idx.chunks} <= set(expected)
+    if idx.chunks:
+        fresh = emb.embed_documents([c.embed_text for c in idx.chunks])
+        np.testing.assert_allclose(idx.vectors, fresh, atol=1e-6)
+    for doc_id, text in expected.items():
+        want = chunk_tree(build_tree(text, doc_id=doc_id), idx.chunk_config)
+        assert [c for c in idx.chunks if c.doc_id == doc_id] == want
+
+
+# --- snapshot ------------------------------------------------------------------------------
+def test_stored_copy_is_used_at_query_time(docs: Path, tmp_path: Path) -> None:
+    target = tmp_path / "idx"
+    update_directory(target, [docs], embedder=HashEmbedder(64))
+    original = (docs / "orchard.md").read_text()
+    # Edit the file on disk without re-indexing: lines shift, the section text changes.
+    (docs / "orchard.md").write_text("# Moved\n\n" * 10 + original.replace("dormant", "asleep"))
+    idx = Index.load(target)
+    assert idx.text("orchard.md") == original
+    s = idx.retrieve("pruning late winter dormant trees", budget=1000, k=1,
+                     doc_ids=["orchard.md"]).sections[0]
+    assert s.title == "Pruning"
+    assert "dormant" in s.text
+    assert s.text == _lines(original, s)
+    assert s.start_line == 11  # 1-based line of "## Pruning" in the indexed copy
+
+
+# --- failures leave everything unchanged ------------------------------------------------------
+class FailingEmbedder(HashEmbedder):
+    """Same ids as HashEmbedder(64), but embedding documents fails."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+
+    def embed_documents(self, texts):
+        raise EmbeddingError("backend down (test)")
+
+    def embed_query(self, text):
+        return HashEmbedder(64).embed_query(text)
+
+
+def test_embedding_error_leaves_memory_and_disk_unchanged(docs: Path, tmp_path: Path) -> None:
+    target = tmp_path / "idx"
+    update_directory(target, [docs], embedder=HashEmbedder(64))
+    gen = current_generation(target)
+    files = sorted(p.relative_to(target) for p in target.rglob("*"))
+    _edit_harbor(docs)
+    (docs / "new.md").write_text("# New\n\n" + "A brand new document about lanterns. " * 5)
+
+    idx = Index.load(target, embedder=FailingEmbedder())
+    before = (dict(idx.documents), idx.chunks, idx.vectors.copy(), idx.text("harbor.md"))
+    with pytest.raises(EmbeddingError, match="backend down"):
+        idx.update([docs], prune=True)
+    assert (dict(idx.documents), idx.chunks) == before[:2]
+    np.testing.assert_array_equal(idx.vectors, before[2])
+    assert idx.text("harbor.md") == before[3]
+    assert idx.retrieve("ferries moor").sections  # still answers from the old contents
+
+    with pytest.raises(EmbeddingError):
+        update_directory(target, [docs], embedder=FailingEmbedder())
+    assert current_generation(target) == gen
+    assert sorted(p.relative_to(target) for p in target.rglob("*")) == files
+
+
+def test_wrong_vector_shape_from_embedder_is_an_error(tmp_path: Path) -> None:
+    class Short(HashEmbedder):
+        def embed_documents(self, texts):
+            return super().embed_documents(texts)[:, :10]
+
+    idx = Index(embedder=Short(64))
+    with pytest.raises(ConfigError, match="shape"):
+        idx.add_text("a.md", (FIXTURES / "harbor.md").read_text())
+    assert len(idx) == 0
+
+
+# --- two writers ----------------------------------------------------------------------------
+_HOLD_LOCK = """
+import sys
+from proxy_pointer.store import write_lock
+with write_lock(sys.argv[1]):
+    print("LOCKED", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def _lock_holder(directory: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(directory)], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "LOCKED"
+    return proc
+
+
+def test_second_writer_fails_fast_or_waits(docs: Path, tmp_path: Path) -> None:
+    target = tmp_path / "idx"
+    update_directory(target, [docs], embedder=HashEmbedder(64))
+    _edit_harbor(docs)
+    holder = _lock_holder(target)
+    try:
+        with pytest.raises(IndexLockedError, match="another process is writing") as e:
+            update_directory(target, [docs], embedder=HashEmbedder(64), lock_timeout=0)
+        assert str(target) in str(e.value)
+        with pytest.raises(IndexLockedError):
+            Index.load(target).save(target, lock_timeout=0.2)
+        assert Index.load(target).retrieve("ferries").sections  # readers never wait
+
+        def release() -> None:
+            assert holder.stdin is not None
+            holder.stdin.write("\n")
+            holder.stdin.flush()
+
+        threading.Timer(0.5, release).start()
+        _, rep = update_directory(target, [docs], embedder=HashEmbedder(64), lock_timeout=20)
+        assert rep.updated == ("harbor.md",)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "south quay" in Index.load(target).text("harbor.md")
+
+
+# --- bad input ------------------------------------------------------------------------------
+def test_mismatched_embedder_is_refused(docs: Path, tmp_path: Path) -> None:
+    target = tmp_path / "idx"
+    update_directory(target, [docs], embedder=HashEmbedder(64))
+    with pytest.raises(IndexMismatchError, match=r"'hash:64'.*'hash:32'"):
+        Index.load(target, embedder=HashEmbedder(32))
+    with pytest.raises(IndexMismatchError, match=r"'hash:64'.*'hash:32'"):
+        update_directory(target, [docs], embedder=HashEmbedder(32))
+
+    class Other(HashEmbedder):
+        model_id = "other-model:64"
+
+        def __init__(self) -> None:
+            super().__init__(64)
+            self.model_id = "other-model:64"
+
+    with pytest.raises(IndexMismatchError, match=r"built with embedder 'hash:64'.*'other-model"):
+        Index.load(target, embedder=Other())
+
+    class SameIdOtherSize(HashEmbedder):
+        def __init__(self) -> None:
+            super().__init__(32)
+            self.model_id = "hash:64"
+
+    with pytest.raises(IndexMismatchError, match="dimension 64, the embedder produces 32"):
+        Index.load(target, embedder=SameIdOtherSize())
+
+
+def test_other_chunking_settings_are_refused(docs: Path, tmp_path: Path) -> None:
+    target = tmp_path / "idx"
+    update_directory(target, [docs], embedder=HashEmbedder(64))
+    with pytest.raises(ConfigError, match="other chunking settings"):
+        update_directory(target, [docs], embedder=HashEmbedder(64),
+                         chunk_config=ChunkConfig.chars(2000, 200))
+
+
+def test_missing_path_and_duplicate_ids(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    with pytest.raises(DocumentError, match="nope: no such file") as e:
+        Index.build([FIXTURES, missing], embedder=HashEmbedder(32))
+    assert e.value.path == str(missing)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shutil.copy(FIXTURES / "harbor.md", tmp_path / "a" / "harbor.md")
+    (tmp_path / "b" / "harbor.md").write_text("# Other harbor\n")
+    with pytest.raises(DocumentError, match=r"duplicate doc id 'harbor\.md'"):
+        discover([tmp_path / "a", tmp_path / "b"])
+    # Under a common root the two files get distinct ids.
+    ids = [s.doc_id for s in discover([tmp_path / "a", tmp_path / "b"], root=tmp_path)]
+    assert ids == ["a/harbor.md", "b/harbor.md"]
+
+
+def test_unreadable_files_are_skipped_and_reported(docs: Path) -> None:
+    (docs / "latin1.md").write_bytes("# Caf\xe9\n\nna\xefve text\n".encode("latin-1"))
+    (docs / "binary.md").write_bytes(b"# Bin\n\x00\x01\x02 data\n")
+    idx = Index(embedder=HashEmbedder(32))
+    rep = idx.update([docs])
+    assert rep.added == ("harbor.md", "observatory.md", "orchard.md")
+    assert len(rep.skipped) == 2
+    binary, latin = sorted(rep.skipped)
+    assert "binary.md" in binary and "NUL byte" in binary
+    assert "latin1.md" in latin and "not valid utf-8" in latin
+    # A skipped file is still present: prune does not remove its earlier version.
+    idx.add_text("latin1.md", "# Old version\n")
+    assert "latin1.md" not in idx.update([docs], prune=True).removed
+
+
+def test_include_exclude_and_hidden(docs: Path) -> None:
+    (docs / ".hidden").mkdir()
+    (docs / ".hidden" / "x.md").write_text("# Hidden\n")
+    (docs / "sub").mkdir()
+    (docs / "sub" / "deep.markdown").write_text("# Deep\n")
+    (docs / "skip.rst").write_text("not included\n")
+    ids = [s.doc_id for s in discover([docs])]
+    assert ids == ["harbor.md", "observatory.md", "orchard.md", "sub/deep.markdown"]
+    assert [s.doc_id for s in discover([docs], exclude=["o*.md"])] == [
+        "harbor.md", "sub/deep.markdown"]
+    assert [s.doc_id for s in discover([docs], include=["*.rst"])] == ["skip.rst"]
+    assert [s.doc_id for s in discover([docs / "harbor.md"])] == ["harbor.md"]
+
+
+def test_symlinked_file_is_indexed_under_its_own_name(docs: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "target.md"
+    outside.parent.mkdir()
+    shutil.copy(FIXTURES / "harbor.md", outside)
+    (docs / "linked.md").symlink_to(outside)
+    ids = [s.doc_id for s in discover([docs])]
+    assert "linked.md" in ids
+    assert [s.doc_id for s in discover([docs / "linked.md"])] == ["linked.md"]
+
+
+def test_corrupt_chunk_records_are_reported(docs: Path, tmp_path: Path) -> None:
+    target = tmp_path / "idx"
+    update_directory(target, [docs], embedder=HashEmbedder(64))
+    chunks = current_generation(target) / "chunks.jsonl"
+    lines = chunks.read_text().splitlines(keepends=True)
+    chunks.write_text("".join(['{"doc_id": "harbor.md"}\n', *lines[1:]]))
+    with pytest.raises(IndexCorruptError, match=r"chunks.jsonl: bad chunk record"):
+        Index.load(target)
+    chunks.write_text("".join(['["not", "an", "object"]\n', *lines[1:]]))
+    with pytest.raises(IndexCorruptError, match=r"chunks.jsonl"):
+        Index.load(target)
+    chunks.write_text("".join([lines[0].replace('"harbor.md"', '"ghost.md"'), *lines[1:]]))
+    with pytest.raises(IndexCorruptError, match=r"ghost\.md"):
+        Index.load(target)
+
+
+# --- approximate index ----------------------------------------------------------------------
+def test_hnsw_round_trip_matches_flat_top_hit(docs: Path, tmp_path: Path) -> None:
+    flat = Index.build([docs], embedder=HashEmbedder(64))
+    hnsw = Index.build([docs], embedder=HashEmbedder(64),
+                       vector_config=VectorIndexConfig(kind="hnsw", hnsw_m=8))
+    hnsw.save(tmp_path / "idx")
+    gen = current_generation(tmp_path / "idx")
+    assert (gen / "hnsw.faiss").stat().st_size > 0
+    loaded = Index.load(tmp_path / "idx")
+    assert loaded.vector_config == VectorIndexConfig(kind="hnsw", hnsw_m=8)
+    assert type(loaded.vector_index._faiss).__name__ == "IndexHNSWFlat"
+    for q in QUESTIONS:
+        a, b = flat.retrieve(q, k=1), loaded.retrieve(q, k=1)
+        assert a.sections[0].ref == b.sections[0].ref
+        assert a.sections[0].score == pytest.approx(b.sections[0].score, abs=1e-5)
+
+    (gen / "hnsw.faiss").write_bytes(b"garbage" * 10)
+    with pytest.raises(IndexCorruptError, match=r"hnsw\.faiss"):
+        Index.load(tmp_path / "idx")
+
+
+def test_update_directory_switches_vector_index_kind(docs: Path, tmp_path: Path) -> None:
+    target = tmp_path / "idx"
+    update_directory(target, [docs], embedder=HashEmbedder(64))
+    assert not (current_generation(target) / "hnsw.faiss").exists()
+    emb = CachedEmbedder(HashEmbedder(64), tmp_path / "cache")
+    idx, rep = update_directory(target, [docs], embedder=emb,
+                                vector_config=VectorIndexConfig(kind="hnsw"))
+    assert rep.embedded == 0 and emb.misses == 0
+    assert (current_generation(target) / "hnsw.faiss").exists()
+    # None keeps what the index has.
+    idx, _ = update_directory(target, [docs], embedder=HashEmbedder(64))
+    assert idx.vector_config.kind == "hnsw"
