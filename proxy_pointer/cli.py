@@ -223,6 +223,8 @@ def _print_sections(retrieval: Any) -> None:
         print()
     print(f"--- {len(retrieval.sections)} sections, {retrieval.tokens_used}/{retrieval.budget} "
           "tokens")
+    if retrieval.omitted:
+        print(f"--- left out for lack of budget: {', '.join(retrieval.omitted)}")
 
 
 def _cmd_query(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ __all__ = ["Retrieval", "RetrievalConfig", "Retriever", "Section"]
 
 _MAX_QUESTION_CHARS = 20_000  # the embedder reads ~1,000 characters; BM25 needs no more
 _ELLIPSIS = "[…]\n"
+_MIN_WINDOW = 48  # tokens: below this a trimmed section is only its heading
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class Retrieval:
     budget: int
     tokens_used: int
     candidates: int = 0  # unique nodes found before the k / budget cut
+    omitted: tuple[str, ...] = ()  # refs of selected sections the budget could not hold
     timings: dict[str, float] = field(default_factory=dict, compare=False)
     """Seconds per stage: ``embed`` (query vector), ``search`` (dense, BM25, fusion),
     ``dedupe`` (grouping chunks by node) and ``slice`` (sections, trimming, budget)."""
@@ -193,10 +195,11 @@ class Retriever:
         candidates = self._group(ranked)
         timings["dedupe"] = time.perf_counter() - t
         t = time.perf_counter()
-        sections = self._assemble(candidates, cfg)
+        sections, omitted = self._assemble(candidates, cfg)
         timings["slice"] = time.perf_counter() - t
         used = sum(s.tokens for s in sections)
-        return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates), timings)
+        return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates),
+                         tuple(omitted), timings)
 
     # --- search ---------------------------------------------------------------------
     def _filter_rows(self, cfg: RetrievalConfig) -> np.ndarray | None:
@@ -300,20 +303,27 @@ class Retriever:
         return order  # ranked is best first, so the first hit carries the best score
 
     # --- assembly -------------------------------------------------------------------
-    def _assemble(self, candidates: list[_Candidate], cfg: RetrievalConfig) -> list[Section]:
+    def _assemble(self, candidates: list[_Candidate], cfg: RetrievalConfig
+                  ) -> tuple[list[Section], list[str]]:
+        """Sections in rank order within the budget, and the refs left out for lack of it.
+
+        A section that does not fit is trimmed to a window; when what is left of the budget
+        cannot hold a useful window (under ``_MIN_WINDOW`` tokens) it is left out and named
+        in ``Retrieval.omitted`` instead, and smaller sections further down may still fit.
+        """
         selected = self._select(candidates, cfg)
         sections: list[Section] = []
+        omitted: list[str] = []
         left = cfg.budget
         cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
         for cand, (start, end) in selected:
-            if left <= 0:
-                break
-            sec = self._section(cand, start, end, min(left, cap))
-            if sec is None:
+            sec = self._section(cand, start, end, min(left, cap)) if left > 0 else None
+            if sec is None or (sec.trimmed and min(left, cap) < _MIN_WINDOW):
+                omitted.append(_ref(cand, start))
                 continue
             sections.append(sec)
             left -= sec.tokens
-        return sections
+        return sections, omitted
 
     def _select(self, candidates: list[_Candidate], cfg: RetrievalConfig
                 ) -> list[tuple[_Candidate, tuple[int, int]]]:
@@ -482,6 +492,12 @@ class Retriever:
 
 
 # --- helpers ----------------------------------------------------------------------------
+def _ref(cand: _Candidate, start: int) -> str:
+    if cand.node_id is None:
+        return f"{cand.doc_id}#L{start + 1}"
+    return f"{cand.doc_id}#{cand.node_id}"
+
+
 def _drop_contained(chosen: list[tuple[_Candidate, tuple[int, int]]], i: int
                     ) -> list[tuple[_Candidate, tuple[int, int]]]:
     """Remove entries other than ``i`` whose range lies inside entry ``i``'s range."""

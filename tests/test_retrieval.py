@@ -56,6 +56,15 @@ def test_budget_is_never_exceeded(index: Index, budget: int) -> None:
     assert res.tokens_used <= budget
 
 
+def test_sections_the_budget_cannot_hold_are_named_not_cut_to_a_heading(index: Index) -> None:
+    res = index.retrieve("reservoir storage groundwater demand investment", budget=20, k=5)
+    assert res.tokens_used <= 20
+    assert all(not s.trimmed for s in res.sections)  # no 20-token stubs of long sections
+    assert res.omitted and all("#" in ref for ref in res.omitted)
+    kept = {s.ref for s in res.sections}
+    assert kept.isdisjoint(res.omitted)
+
+
 def test_trimmed_section_keeps_heading_and_matched_chunk(index: Index) -> None:
     q = "desalination plant reverse osmosis solar farm cubic metres"
     whole = index.retrieve(q, budget=2000, k=1).sections[0]
