@@ -16,7 +16,6 @@ set ``PAGEINDEX_LLM_MODEL`` for quality numbers, otherwise it reports call count
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -25,8 +24,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
-if importlib.util.find_spec("proxy_pointer") is None:  # a clone that was never pip-installed
-    sys.path.append(str(REPO))
+sys.path.insert(1, str(REPO))  # measure this checkout, whatever is pip-installed
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
