@@ -33,7 +33,7 @@ class _Built:
     stats: BuildStats
 
 
-_BUILT: dict[tuple[int, str, bool], _Built] = {}
+_BUILT: dict[tuple[int, str, bool, str], _Built] = {}
 
 
 def save_cache() -> dict:
@@ -57,16 +57,17 @@ def _index_class() -> Any:
     return Index
 
 
-def _chunk_config(noise: bool) -> Any:
-    """The default chunking (``None``), or the default with every noise category off."""
-    if noise:
+def _chunk_config(noise: bool, chunking: str) -> Any:
+    """The default chunking (``None``), with every noise category off, or 2000/200 chars."""
+    if noise and chunking == "tokens":
         return None
     try:
         from proxy_pointer.chunking import ChunkConfig
         from proxy_pointer.noise import NoiseConfig
     except ImportError as exc:
-        raise MethodUnavailable(f"cannot switch the noise filter off ({exc})") from exc
-    return ChunkConfig(noise=NoiseConfig(categories=frozenset()))
+        raise MethodUnavailable(f"cannot configure chunking ({exc})") from exc
+    config = ChunkConfig.chars(2000, 200) if chunking == "chars" else ChunkConfig()
+    return config if noise else config.with_noise(NoiseConfig(categories=frozenset()))
 
 
 class ProxyPointerMethod:
@@ -74,32 +75,34 @@ class ProxyPointerMethod:
     scopes = ("per-doc", "corpus")
 
     def __init__(self, name: str = "proxy-pointer", *, noise: bool = True,
-                 k: int | None = None, **options: Any) -> None:
+                 chunking: str = "tokens", k: int | None = None, **options: Any) -> None:
         self.name = name
         self.noise = noise
+        self.chunking = chunking
         # Library defaults (RetrievalConfig) unless a variant overrides them.
         self.options = {**options, **({"k": k} if k is not None else {})}
         shown = ", ".join(f"{key}={v!r}" for key, v in sorted(self.options.items()))
         self.description = (
             f"proxy-pointer Index, {'defaults' if not shown else shown}, "
             f"noise filter {'on' if noise else 'off'}"
+            + (", chunks of 2000/200 characters" if chunking == "chars" else "")
         )
         self._index: Any = None
 
     @property
     def memory_key(self) -> str:
         """Variants sharing an index share its memory measurement."""
-        return f"proxy-pointer-index-noise-{self.noise}"
+        return f"proxy-pointer-index-noise-{self.noise}-{self.chunking}"
 
     def build(self, dataset: Dataset, embedder: Any) -> BuildStats:
         Index = _index_class()
-        key = (id(dataset), embedder.model_id, self.noise)
+        key = (id(dataset), embedder.model_id, self.noise, self.chunking)
         built = _BUILT.get(key)
         if built is not None:
             self._index = built.index
             shared = f"index shared with the other variants (noise {'on' if self.noise else 'off'})"
             return BuildStats(**{**built.stats.__dict__, "notes": (shared,)})
-        config = _chunk_config(self.noise)
+        config = _chunk_config(self.noise, self.chunking)
         paths = [str(dataset.doc_path(d)) for d in dataset.docs]
         texts0, computed0 = embedder.texts, embedder.computed
         t0 = time.perf_counter()
