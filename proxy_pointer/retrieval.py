@@ -408,7 +408,7 @@ class Retriever:
             tree = idx.tree(cand.doc_id)
             node = tree.get(cand.node_id)
             text = tree.slice(start, end)
-            title, path = node.title, tree.breadcrumb(node)
+            title, path = node.title, node.path
         tokens = count_tokens(text)
         trimmed = False
         if tokens > allowance:

@@ -196,3 +196,14 @@ def test_config_object_and_overrides_agree(index: Index) -> None:
     b = index.retrieve("groundwater aquifer", budget=300, k=2)
     assert a == b
     assert len(a.sections) <= 2
+
+
+def test_section_path_is_the_heading_path_without_the_document_id() -> None:
+    # Two top-level headings: the document title falls back to the doc id, which must not
+    # leak into Section.path (gold paths and path filters speak heading titles only).
+    idx = Index(embedder=HashEmbedder(128))
+    idx.add_text("filing.md", "# Part I\n\n## Item 1. Business\n\n" + "We make chips. " * 20
+                 + "\n\n# Part II\n\n## Item 7. Results\n\n" + "Revenue grew. " * 20 + "\n")
+    top = idx.retrieve("revenue grew", k=1).sections[0]
+    assert top.path == ("Part II", "Item 7. Results")
+    assert idx.retrieve("revenue", path_prefix="Part II").sections
