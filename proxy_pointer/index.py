@@ -39,7 +39,8 @@ from .store import (
     save_index,
     write_lock,
 )
-from .tree import Tree, build_tree
+from .tokens import count_tokens_batch
+from .tree import Tree, build_tree, split_lines
 
 if TYPE_CHECKING:
     from .retrieval import Retrieval, RetrievalConfig
@@ -294,6 +295,16 @@ class Index:
             self._trees[doc_id] = t
         return t
 
+    def line_tokens(self, doc_id: str) -> tuple[int, ...]:
+        """Word pieces of each line of a stored document (recorded at indexing time)."""
+        counts = self.documents[doc_id].line_tokens
+        if not counts and self._texts[doc_id]:
+            # An index saved before line counts were recorded: count once, keep in memory.
+            counts = tuple(count_tokens_batch(self.tree(doc_id).lines))
+            self.documents[doc_id] = dataclasses.replace(self.documents[doc_id],
+                                                         line_tokens=counts)
+        return counts
+
     def rows_for(self, doc_ids: Iterable[str]) -> np.ndarray:
         """Chunk rows of the given documents (unknown ids give no rows)."""
         if self._rows_by_doc is None:
@@ -385,11 +396,14 @@ class Index:
                 chunks = chunk_tree(tree, self.chunk_config)
             timings["tree"] += tt - t
             timings["chunking"] += time.perf_counter() - tt
+            t = time.perf_counter()
+            lines = tree.lines if tree is not None else split_lines(text)
             rec = DocumentRecord(
                 doc_id=doc_id, source_path=source_path, size=len(text.encode("utf-8")),
                 sha256=digest, kind=kind, title=tree.title if tree else doc_id,
-                n_chunks=len(chunks),
+                n_chunks=len(chunks), line_tokens=tuple(count_tokens_batch(lines)),
             )
+            timings["tree"] += time.perf_counter() - t
             staged[doc_id] = (rec, text, chunks)
             (updated if old is not None else added).append(doc_id)
 

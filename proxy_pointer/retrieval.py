@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import ConfigError
-from .tokens import count_tokens, count_tokens_batch, truncate_to_tokens
+from .tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
     from .chunking import Chunk
@@ -373,7 +373,7 @@ class Retriever:
                 continue
             tree = idx.tree(doc_id)
             parent = tree.get(parent_id)
-            if count_tokens(tree.section_text(parent)) > cfg.budget:
+            if sum(idx.line_tokens(doc_id)[parent.start:parent.end]) > cfg.budget:
                 continue
             first = chosen[members[0]][0]
             promoted = _Candidate(doc_id, parent_id, (doc_id, parent_id), first.score)
@@ -409,7 +409,9 @@ class Retriever:
             node = tree.get(cand.node_id)
             text = tree.slice(start, end)
             title, path = node.title, node.path
-        tokens = count_tokens(text)
+        # A word piece never spans a line break, so a slice's count is the sum of its lines'.
+        tokens = (count_tokens(text) if cand.node_id is None
+                  else sum(idx.line_tokens(cand.doc_id)[start:end]))
         trimmed = False
         if tokens > allowance:
             text = self._trim(cand, chunks, start, end, allowance)
@@ -443,7 +445,7 @@ class Retriever:
         room = allowance - count_tokens(heading) - 2 * count_tokens(_ELLIPSIS)
         if room <= 8 or body_hi <= body_lo:
             return truncate_to_tokens(heading, allowance)
-        cost = _line_tokens(idx, cand.doc_id)
+        cost = idx.line_tokens(cand.doc_id)
         ranked = sorted(zip(cand.row_scores, cand.rows, strict=True), key=lambda t: -t[0])
         keep: set[int] = set()
         used = 0
@@ -568,15 +570,6 @@ def _labelled_rows(index: Index, labels: list[tuple[str, str]]) -> set[int]:
             cache[key] = rows
         found |= cache[key]
     return found
-
-
-def _line_tokens(index: Index, doc_id: str) -> list[int]:
-    """Token count of every line of a stored document (computed once, cached)."""
-    cache = index._retriever_cache.setdefault("line_tokens", {})
-    counts = cache.get(doc_id)
-    if counts is None:
-        counts = cache[doc_id] = count_tokens_batch(index.tree(doc_id).lines)
-    return counts
 
 
 def _crumbs(index: Index, chunk: Chunk) -> Sequence[str]:

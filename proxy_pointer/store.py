@@ -68,6 +68,9 @@ class DocumentRecord:
     kind: str = "markdown"  # "markdown" or "text" (sliding-window only)
     title: str = ""
     n_chunks: int = 0
+    # Word pieces of each line of the stored copy (tokens.py), so that a section's size is a
+    # sum at query time rather than a tokenizer pass; () for indexes saved without them.
+    line_tokens: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -377,6 +380,8 @@ def load_index(directory: str | Path, *, expect_embedder: str | None = None,
     docs = {}
     for row in _read_jsonl(gen / "documents.jsonl"):
         try:
+            if isinstance(row, dict) and isinstance(row.get("line_tokens"), list):
+                row["line_tokens"] = tuple(row["line_tokens"])
             rec = DocumentRecord(**row)
         except TypeError as e:
             raise IndexCorruptError(f"{gen}/documents.jsonl: bad record ({e})") from None

@@ -207,3 +207,24 @@ def test_section_path_is_the_heading_path_without_the_document_id() -> None:
     top = idx.retrieve("revenue grew", k=1).sections[0]
     assert top.path == ("Part II", "Item 7. Results")
     assert idx.retrieve("revenue", path_prefix="Part II").sections
+
+
+def test_stored_line_counts_give_exact_section_sizes(tmp_path: Path) -> None:
+    # Section sizes are sums of per-line counts recorded at indexing time; they must equal
+    # the tokenizer's count of the sliced text, CRLF, tables and non-ASCII included.
+    crlf = "# Título\r\n\r\nCafé crème, naïve façade — 12.5% «quoted».\r\n\r\n## Table\r\n\r\n"
+    crlf += "| a | b |\r\n|---|---|\r\n| 1 | 2 |\r\n"
+    sources = {p.name: p.read_text(encoding="utf-8") for p in FIXTURES.iterdir()}
+    sources.update({"crlf.md": crlf, "pepsico.md": next(
+        (Path(__file__).parent / "fixtures" / "tree").glob("*pepsico*.md")).read_text()})
+    idx = Index(embedder=HashEmbedder(64))
+    for doc_id, text in sources.items():
+        idx.add_text(doc_id, text)
+    idx.save(tmp_path / "idx")
+    loaded = Index.load(tmp_path / "idx")
+    for doc_id in sources:
+        counts = loaded.line_tokens(doc_id)
+        tree = loaded.tree(doc_id)
+        assert len(counts) == len(tree.lines)
+        for node in tree:
+            assert sum(counts[node.start:node.end]) == count_tokens(tree.section_text(node))
