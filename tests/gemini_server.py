@@ -62,9 +62,11 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from loopback import LoopbackServer
 
 __all__ = ["FakeGemini", "Reply", "Request", "error_reply"]
 
@@ -207,7 +209,7 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
-class FakeGemini:
+class FakeGemini(LoopbackServer):
     """A threaded HTTP server on 127.0.0.1 that answers like the Gemini API (see module doc)."""
 
     def __init__(
@@ -227,52 +229,10 @@ class FakeGemini:
         self._lock = threading.Lock()
         self._script: deque[Reply | Callable[[Request], Reply]] = deque()
         self._requests: list[Request] = []
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
-    # -- lifecycle -----------------------------------------------------------------------------
-
-    def start(self) -> FakeGemini:
-        """Bind a free port and serve in a background thread; returns self."""
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        server.daemon_threads = True
-        # Handler threads may sit in a delay; stop() must not wait for them.
-        server.block_on_close = False
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and release the port (pending delays end at once)."""
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeGemini:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        """The bound TCP port."""
-        assert self._server is not None, "server not started"
-        return int(self._server.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>``, for ``types.HttpOptions(base_url=...)``."""
-        return f"http://127.0.0.1:{self.port}"
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_for(self)
 
     # -- script and record ---------------------------------------------------------------------
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback import LoopbackServer
 
 __all__ = ["FakeOpenAIServer", "RecordedRequest", "Reply"]
 
@@ -92,24 +94,14 @@ class Reply:
         return cls(status, body, headers=dict(headers or {}))
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(LoopbackServer):
     """The fake server; use as a context manager (or call ``start`` and ``stop``)."""
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self._script: list[Reply] = []
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>``, without ``/v1``."""
-        if self._httpd is None:
-            raise RuntimeError("the server is not running")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        super().__init__()
 
     def script(self, *replies: Reply) -> None:
         """Queue replies, served in order; afterwards every request gets a default completion."""
@@ -120,10 +112,8 @@ class FakeOpenAIServer:
         with self._lock:
             return self._script.pop(0) if self._script else Reply.completion()
 
-    def start(self) -> FakeOpenAIServer:
-        """Bind a free port on 127.0.0.1 and serve in a background thread; returns self."""
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
-        self._stopping.clear()
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
@@ -161,31 +151,4 @@ class FakeOpenAIServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # keep test output clean
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        # Handler threads that sleep for a timeout test must not hold up stop().
-        httpd.daemon_threads = True
-        httpd.block_on_close = False
-        self._httpd = httpd
-        # A short poll keeps stop() (which waits for the next poll) from costing 0.5 s a test.
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and release the port; replies still in a delay are dropped."""
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return Handler
