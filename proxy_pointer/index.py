@@ -526,7 +526,8 @@ def update_directory(directory: str | os.PathLike[str], paths: Iterable[str | os
 
     switched = False
     with write_lock(directory, timeout=lock_timeout):
-        if current_generation(directory) is not None:
+        existing = current_generation(directory) is not None
+        if existing:
             idx = Index.load(directory, embedder=embedder)
             if chunk_config is not None and chunk_config.to_dict() != idx.chunk_config.to_dict():
                 raise ConfigError(
@@ -541,15 +542,8 @@ def update_directory(directory: str | os.PathLike[str], paths: Iterable[str | os
             idx = Index(embedder=embedder, chunk_config=chunk_config,
                         vector_config=vector_config, recover_headings=recover_headings)
         report = idx.update(paths, **update_options)
-        if (report.added or report.updated or report.removed or switched
-                or not _has_commit(directory)):
+        if report.added or report.updated or report.removed or switched or not existing:
             t = time.perf_counter()
             idx._save_locked(directory)
             report.timings["write"] = time.perf_counter() - t
         return idx, report
-
-
-def _has_commit(directory: str | os.PathLike[str]) -> bool:
-    from .store import current_generation
-
-    return current_generation(directory) is not None

@@ -759,8 +759,3 @@ def _doc_title(doc_id: str, nodes: list[Node], fm_title: str | None) -> str:
         if len(tops) == 1 and tops[0] is heads[0] and tops[0].title:
             return tops[0].title
     return doc_id
-
-
-def replace(node: Node, **changes: Any) -> Node:
-    """A copy of ``node`` with some fields changed (nodes are frozen)."""
-    return dataclasses.replace(node, **changes)
