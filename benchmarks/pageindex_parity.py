@@ -59,8 +59,9 @@ sys.path.insert(0, str(ROOT))
 
 from proxy_pointer.documents import read_document  # noqa: E402
 
-# _block_parser is private, but classification must see the very parse the tree came from.
-from proxy_pointer.tree import Tree, _block_parser, build_tree  # noqa: E402
+# classification must see the very parse the tree came from
+from proxy_pointer.headings import block_parser  # noqa: E402
+from proxy_pointer.tree import Tree, build_tree  # noqa: E402
 
 PAGEINDEX_VERSION = "0.4.7"
 VENV = ROOT / "benchmarks" / ".work" / "pageindex-venv"
@@ -156,7 +157,7 @@ def block_kinds(tree: Tree) -> list[tuple[str, str]]:
     """For each line: (top-level block type, fence markup) per markdown-it."""
     kinds = [("blank", "")] * len(tree.lines)
     src = tree.text[1:] if tree.text.startswith("\ufeff") else tree.text
-    for tok in _block_parser(tree.lines).parse(src):
+    for tok in block_parser(tree.lines).parse(src):
         if tok.level != 0 or not tok.map or tok.nesting == -1:
             continue
         kind = tok.type.removesuffix("_open")

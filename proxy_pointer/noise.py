@@ -40,9 +40,10 @@ and surrounding punctuation dropped, leading numbering ("7.", "7.1", "VII.", "A.
 Portuguese, Italian and Chinese. Users add titles and regular expressions (matched against
 the normalized title with ``re.fullmatch``) through :class:`NoiseConfig`.
 
-An optional LLM pass (:class:`NoiseConfig` ``use_llm=True`` plus an ``llm`` argument) labels
-noise in one call per document; its labels are added to the rule matches, and a reply that
-cannot be parsed is ignored (the rules still apply).
+An optional LLM pass (:class:`NoiseConfig` ``use_llm=True`` plus an LLM: the ``llm`` argument
+of :func:`classify_noise`, or ``noise_llm`` of :func:`proxy_pointer.chunking.chunk_tree` when
+indexing) labels noise in one call per document; its labels are added to the rule matches,
+and a reply that cannot be parsed is ignored (the rules still apply).
 """
 
 from __future__ import annotations
@@ -200,9 +201,11 @@ class NoiseConfig:
     numbering and punctuation removed). Both report category ``"custom"`` with
     ``extra_scope``. ``keep_titles`` are never noise, whatever matches them.
     ``max_subtree_fraction``: a subtree match larger than this share of the document's lines
-    only drops the node's own text. ``use_llm``: also ask an LLM (needs the ``llm`` argument
-    of :func:`classify_noise`). Raises :class:`~proxy_pointer.errors.ConfigError` on an
-    unknown category, a bad scope or a pattern that does not compile.
+    only drops the node's own text. ``use_llm``: also ask an LLM, once per document (the
+    ``llm`` argument of :func:`classify_noise`; :func:`~proxy_pointer.chunking.chunk_tree`
+    refuses to run without its ``noise_llm``). Raises
+    :class:`~proxy_pointer.errors.ConfigError` on an unknown category, a bad scope or a
+    pattern that does not compile.
 
     >>> NoiseConfig(categories=DEFAULT_CATEGORIES | {"executive_summary"})  # doctest: +SKIP
     """
@@ -250,6 +253,18 @@ class NoiseConfig:
             titles = frozenset(normalize_title(t) for t in self.extra_titles)
             compiled.insert(0, (CUSTOM, self.extra_scope, titles, extra))
         object.__setattr__(self, "_compiled", tuple(compiled))
+
+    def match_normalized(self, norm: str) -> tuple[str, Scope] | None:
+        """``(category, scope)`` of the first enabled rule that an already normalized title
+        matches (custom titles and patterns first), else None. ``keep_titles`` is not
+        consulted here; :func:`match_title` does that."""
+        for cat, scope, titles, patterns in self._compiled:
+            if norm in titles:
+                return cat, scope
+            for p in patterns:
+                if p.fullmatch(norm):
+                    return cat, scope
+        return None
 
     @classmethod
     def off(cls) -> NoiseConfig:
@@ -354,13 +369,8 @@ def match_title(title: str, config: NoiseConfig | None = None) -> tuple[str, Sco
     norm = normalize_title(title)
     if not norm or norm in {normalize_title(t) for t in config.keep_titles}:
         return None
-    for cat, scope, titles, patterns in config._compiled:
-        if norm in titles:
-            return cat, scope, norm
-        for p in patterns:
-            if p.fullmatch(norm):
-                return cat, scope, norm
-    return None
+    m = config.match_normalized(norm)
+    return (m[0], m[1], norm) if m else None
 
 
 # --- classification -------------------------------------------------------------------

@@ -18,16 +18,17 @@ Text before the first heading is a *preamble* node (``node_id`` ``"preamble"``, 
 so no line is ever dropped and the heading nodes keep PageIndex's ids ``"0000"``, ``"0001"``…
 in pre-order.
 
-Headings come from markdown-it-py's CommonMark block parser (plus GFM tables and YAML front
-matter), never from line regexes, so ``#`` lines inside code fences of any length and either
-marker, indented code, HTML blocks, front matter, lists and block quotes are not headings,
-while setext headings and ATX headings indented by up to three spaces are. Regex parsers
+Headings are found by :mod:`proxy_pointer.headings` with markdown-it-py's CommonMark block
+parser, never with line regexes, so ``#`` lines inside code fences, HTML blocks, front
+matter, lists and block quotes are not headings, while setext headings are. Regex parsers
 (PageIndex's ``md_to_tree``, LangChain's ``MarkdownHeaderTextSplitter``) get these wrong;
 ``benchmarks/pageindex_parity.py`` measures the difference on real documents.
 
 Documents converted from PDF often mark headings only as a bold line or a numbered line, or
 flatten every heading to one level. ``TreeConfig(recover_headings=True)`` promotes such lines
 and re-levels flattened numbered headings; it is off by default because it guesses.
+
+This module turns the headings into nodes and owns the tree's JSON and PageIndex exports.
 """
 
 from __future__ import annotations
@@ -39,16 +40,12 @@ import json
 import posixpath
 import re
 from bisect import bisect_right
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-from mdit_py_plugins.front_matter import front_matter_plugin
-
-from proxy_pointer.errors import ConfigError, DocumentError, IndexCorruptError
+from .errors import ConfigError, DocumentError, IndexCorruptError
+from .headings import Heading, find_headings
 
 __all__ = [
     "PREAMBLE_ID",
@@ -403,64 +400,7 @@ def format_tree(tree: Tree, noise: Mapping[str, str] | None = None) -> str:
     return "\n".join(out)
 
 
-# --- parsing -------------------------------------------------------------------------------
-def _parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark").enable("table")
-    md.use(front_matter_plugin)
-    return md
-
-
-# Headings and fences are block structure, which inline parsing never changes, so the
-# document is parsed block-only and only heading (and recovery-candidate) text is parsed
-# inline: this skips most of markdown-it's work on a large file.
-_MD = _parser()
-_BLOCK_MD = _parser().disable("inline")
-_BLOCK_MD_NO_FRONT_MATTER = MarkdownIt("commonmark").enable("table").disable("inline")
-
-
-def _block_parser(lines: list[str]) -> MarkdownIt:
-    """The block parser for this text: without front matter when the opening ``---`` is
-    followed by a blank line, which makes it a thematic break (Pandoc's rule), so a converted
-    document that starts with a rule does not lose its headings to the next rule."""
-    if len(lines) >= 2 and lines[0].lstrip("\ufeff").rstrip() == "---" and not lines[1].strip():
-        return _BLOCK_MD_NO_FRONT_MATTER
-    return _BLOCK_MD
-
-
-def plain_text(inline: Token) -> str:
-    """Reduce an inline token to its plain text (markup, HTML tags and link targets dropped)."""
-    return _plain(inline.children or [])
-
-
-def _plain(children: list[Token]) -> str:
-    parts: list[str] = []
-    for child in children:
-        if child.type in ("text", "text_special", "code_inline"):
-            parts.append(child.content)
-        elif child.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
-        elif child.type == "image":
-            parts.append(child.content)
-    return " ".join("".join(parts).split())
-
-
-def _inline(content: str, env: dict) -> list[Token]:
-    children: list[Token] = []
-    _MD.inline.parse(content, _MD, env, children)
-    return children
-
-
-@dataclass(slots=True)
-class _Heading:
-    start: int
-    body_start: int
-    level: int
-    raw: str
-    plain: str
-    recovered: bool = False
-    numbering: tuple[str, int, str] | None = None  # see _numbering; set during recovery
-
-
+# --- building ----------------------------------------------------------------------------
 def build_tree(
     text: str,
     doc_id: str = "document",
@@ -497,223 +437,17 @@ def build_tree(
 
 def _build(text: str, doc_id: str, cfg: TreeConfig) -> Tree:
     lines = split_lines(text)
-    parse_src = text[1:] if text.startswith("\ufeff") else text
-    env: dict = {}
-    tokens = _block_parser(lines).parse(parse_src, env)
-    warnings: list[str] = []
-    headings: list[_Heading] = []
-    candidates: list[_Heading] = []
-
-    for i, tok in enumerate(tokens):
-        typ = tok.type
-        if typ == "heading_open":
-            if tok.level == 0 and tok.map:
-                content = tokens[i + 1].content
-                # Setext content keeps its line breaks; a title is one line.
-                raw = " ".join(part.strip() for part in content.split("\n")) if (
-                    "\n" in content) else content.strip()
-                headings.append(_Heading(tok.map[0], tok.map[1], int(tok.tag[1]), raw,
-                                         _plain(_inline(content, env))))
-        elif typ == "fence":
-            problem = _unclosed_fence(tok, lines)
-            if problem and tok.map:
-                warnings.append(f"{doc_id}: line {tok.map[0] + 1}: code fence {tok.markup!r} "
-                                f"{problem}")
-        elif (typ == "paragraph_open" and cfg.recover_headings and tok.level == 0 and tok.map
-              and tok.map[1] - tok.map[0] == 1):
-            cand = _recovery_candidate(tok.map[0], tokens[i + 1].content, env, cfg)
-            if cand:
-                candidates.append(cand)
-
-    if cfg.recover_headings:
-        headings = _recover(headings, candidates)
-    return _assemble(doc_id, lines, headings, warnings, _front_matter_title(tokens))
-
-
-def _unclosed_fence(tok: Token, lines: list[str]) -> str | None:
-    """Why the fence token is unclosed, or None when it has its closing line."""
-    start, end = tok.map  # type: ignore[misc]
-    if tok.level == 0:
-        # A closing fence: indented < 4 columns, a run of the marker at least as long as the
-        # opening one, then only spaces (CommonMark 4.5).
-        last = lines[end - 1] if end - start >= 2 else ""
-        indent = len(last.expandtabs(4)) - len(last.expandtabs(4).lstrip(" "))
-        body = last.strip(" \t\r\n")
-        closed = (end - start >= 2 and indent < 4 and len(body) >= len(tok.markup)
-                  and body == tok.markup[0] * len(body))
-        return None if closed else "is never closed; the rest of the document is treated as code"
-    content = tok.content
-    n_content = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-    if end - start == n_content + 2:
-        return None
-    return "is not closed before its list item or block quote ends"
-
-
-def _front_matter_title(tokens: list[Token]) -> str | None:
-    if tokens and tokens[0].type == "front_matter":
-        m = re.search(r"^title:[ \t]*(.+?)[ \t]*$", tokens[0].content, re.M)
-        if m:
-            value = m.group(1)
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            elif value in (">", "|", ">-", "|-"):
-                return None  # a multi-line YAML scalar: not worth a YAML parser here
-            return value or None
-    return None
-
-
-# --- heading recovery ----------------------------------------------------------------------
-# "2.1.3 Title", "2.1. Title", "10 Conclusion": at most two digits first and no leading
-# zero, so a year, an amount or a label ("2022 results", "0 - out of scope") is not section
-# numbering.
-_DECIMAL_RE = re.compile(r"(?P<num>\d{1,2}(?:\.\d{1,3})*)\.?\s+(?P<rest>\S.*)")
-_KEYWORD_RE = re.compile(
-    r"(?P<kw>Chapter|Part|Section|Appendix|Annex|Article|Item|Note|Schedule|Exhibit|"
-    r"CHAPTER|PART|SECTION|APPENDIX|ANNEX|ARTICLE|ITEM|NOTE|SCHEDULE|EXHIBIT)"
-    r"(?:\s+(?:TABLE|Table|FIGURE|Figure))?"
-    r"\s+(?P<num>[A-Z]{0,2}\d+(?:\.\d+)*[A-Z]?|[IVXLCDM]+|[A-Z])"
-    r"(?P<rest>(?:[.:)]|\s+[-–—:]|\s)?.*)"
-)
-_SEPARATORS = ".:)-–— \t"
-_PAGE_NUMBER_RE = re.compile(r"\S\s+\d{1,3}$")
-
-
-def _numbering(plain: str) -> tuple[str, int, str] | None:
-    """(scheme, depth, rest) for a title with section numbering, else None.
-
-    scheme is ``""`` for bare decimal numbering and the lower-cased keyword otherwise.
-    """
-    m = _DECIMAL_RE.fullmatch(plain)
-    if m and not m.group("num").startswith("0"):
-        return "", m.group("num").count(".") + 1, m.group("rest")
-    m = _KEYWORD_RE.fullmatch(plain)
-    if m:
-        return m.group("kw").lower(), m.group("num").count(".") + 1, m.group("rest")
-    return None
-
-
-def _title_like(rest: str, *, bold: bool) -> bool:
-    """Does the text after the number read as a title rather than a sentence?"""
-    had_separator = rest[:1] in ".:)-–—"
-    rest = rest.lstrip(_SEPARATORS)
-    if not rest:
-        return True
-    if _PAGE_NUMBER_RE.search(rest):
-        return False  # "Section 7.2 Accounts 27": a table-of-contents entry
-    if not (rest[0].isupper() or rest[0].isdigit() or rest[0] in "(\"“'‘"):
-        return False
-    if bold:
-        return True
-    # A plain line must look like a heading, not the start of a sentence ("Note 4 shows...").
-    return (rest[-1] not in ".,;:!?" and len(rest.split()) <= 12
-            and (had_separator or rest[0].isupper()))
-
-
-def _bold_only(children: list[Token]) -> bool:
-    """Is the inline content one strong span (trailing spaces and breaks aside)?"""
-    kids = [c for c in children if c.type not in ("softbreak", "hardbreak")
-            and not (c.type == "text" and not c.content.strip())]
-    if len(kids) < 3 or kids[0].type != "strong_open" or kids[-1].type != "strong_close":
-        return False
-    depth = 0
-    for k, c in enumerate(kids):
-        if c.type == "strong_open":
-            depth += 1
-        elif c.type == "strong_close":
-            depth -= 1
-            if depth == 0:
-                return k == len(kids) - 1
-    return False
-
-
-def _recovery_candidate(line: int, content: str, env: dict, cfg: TreeConfig) -> _Heading | None:
-    """A one-line top-level paragraph that reads as a heading, as an unlevelled heading."""
-    raw = content.strip()
-    if not raw or len(raw) > 4 * cfg.max_recovered_title_chars:
-        return None
-    looks_bold = raw[:2] in ("**", "__") and raw[-2:] in ("**", "__")
-    looks_numbered = raw[:1].isdigit() or raw[:1] in "CPSAINE"
-    if not (looks_bold or looks_numbered):
-        return None
-    children = _inline(content, env)
-    plain = _plain(children)
-    if not plain or len(plain) > cfg.max_recovered_title_chars or plain.endswith(":"):
-        return None
-    if not any(ch.isalpha() for ch in plain):
-        return None
-    bold = looks_bold and _bold_only(children)
-    numbering = _numbering(plain)
-    if numbering and not _title_like(numbering[2], bold=bold):
-        numbering = None
-    if not (bold or numbering):
-        return None
-    return _Heading(line, line + 1, 0, raw, plain, recovered=True, numbering=numbering)
-
-
-def _recover(headings: list[_Heading], candidates: list[_Heading]) -> list[_Heading]:
-    """Re-level flattened numbered headings, then level and merge the recovered ones."""
-    for h in headings:
-        h.numbering = _numbering(h.plain)
-    numbered = [(h, n) for h in headings if (n := h.numbering) and n[0] == ""]
-    if len(numbered) >= 2 and len({h.level for h, _ in numbered}) == 1:
-        depths = {n[1] for _, n in numbered}
-        if len(depths) > 1:
-            base, dmin = numbered[0][0].level, min(depths)
-            for h, n in numbered:
-                h.level = min(6, base + n[1] - dmin)
-
-    # How this document already levels each numbering depth and keyword.
-    by_depth: dict[int, Counter[int]] = {}
-    by_keyword: dict[str, Counter[int]] = {}
-    for h in headings:
-        n = h.numbering
-        if n and n[0] == "":
-            by_depth.setdefault(n[1], Counter())[h.level] += 1
-        elif n:
-            by_keyword.setdefault(n[0], Counter())[h.level] += 1
-    depth_level = {d: _usual(c) for d, c in by_depth.items()}
-    keyword_level = {k: _usual(c) for k, c in by_keyword.items()}
-
-    merged = sorted([*headings, *candidates], key=lambda h: h.start)
-    context = 0  # level of the latest real or numbered heading
-    anchor = 0  # level of the latest real unnumbered heading
-    for h in merged:
-        n = h.numbering
-        if not h.recovered:
-            context = h.level
-            if not n:
-                anchor = h.level
-            continue
-        if n and n[0] == "":
-            if depth_level:
-                known = min(depth_level, key=lambda d: (abs(d - n[1]), d))
-                h.level = depth_level[known] + n[1] - known
-            else:
-                h.level = anchor + n[1]
-            context = h.level = max(1, min(6, h.level))
-        elif n:
-            # "Item 1A" is levelled like the document's other "Item" headings; the first
-            # one of a keyword opens a subsection and sets the level for the rest.
-            if n[0] not in keyword_level:
-                keyword_level[n[0]] = min(6, context + 1)
-            context = h.level = keyword_level[n[0]]
-        else:
-            # A bold line opens a subsection of the current section, and consecutive bold
-            # lines are siblings: the context does not move.
-            h.level = min(6, context + 1)
-    return merged
-
-
-def _usual(levels: Counter[int]) -> int:
-    """The most common level, the shallowest on a tie."""
-    return min(levels, key=lambda lv: (-levels[lv], lv))
+    outline = find_headings(text, lines, doc_id, recover=cfg.recover_headings,
+                            max_recovered_title_chars=cfg.max_recovered_title_chars)
+    return _assemble(doc_id, lines, outline.headings, outline.warnings,
+                     outline.front_matter_title)
 
 
 # --- assembling ----------------------------------------------------------------------------
 def _assemble(
     doc_id: str,
     lines: list[str],
-    headings: list[_Heading],
+    headings: list[Heading],
     warnings: list[str],
     fm_title: str | None,
 ) -> Tree:

@@ -12,12 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxy_pointer.blocks import embed_view
 from proxy_pointer.chunking import (
     CHUNKER_VERSION,
     Chunk,
     ChunkConfig,
-    _count_many,
-    _view,
     breadcrumb_text,
     chunk_text,
     chunk_tree,
@@ -25,7 +24,7 @@ from proxy_pointer.chunking import (
 )
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.noise import NoiseConfig, NoiseDecision
-from proxy_pointer.tokens import count_tokens, count_tokens_batch
+from proxy_pointer.tokens import count_tokens, count_tokens_batch, count_tokens_many
 from proxy_pointer.tree import Node, Tree, build_tree, split_lines
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunking"
@@ -196,6 +195,65 @@ def test_noise_nodes_are_skipped_and_can_be_overridden():
 def test_document_of_only_noise_gets_no_chunks():
     text = "# References\n\n" + "Smith, J. (2018). A paper about water. Journal, 1, 2-3.\n" * 5
     assert chunk_tree(build_tree(text, doc_id="refs")) == []
+
+
+class _Reply:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class _FakeLLM:
+    """A stand-in LLM that gives one canned reply (or raises it) and counts its calls."""
+
+    def __init__(self, reply: str | Exception) -> None:
+        self.reply = reply
+        self.calls = 0
+
+    def generate(self, prompt: str, *, system: str | None = None) -> _Reply:
+        self.calls += 1
+        if isinstance(self.reply, Exception):
+            raise self.reply
+        return _Reply(self.reply)
+
+
+def test_llm_noise_labels_keep_a_section_out_of_the_chunks():
+    _, tree = load("noise_en.md")
+    findings = next(n for n in tree.nodes if n.title == "3. Findings")
+    llm = _FakeLLM(json.dumps({"noise": [{"id": findings.node_id, "category": "foreword"}]}))
+    cfg = ChunkConfig(noise=NoiseConfig(use_llm=True))
+    chunks = chunk_tree(tree, cfg, noise_llm=llm)
+    assert llm.calls == 1  # one call for the whole document
+    assert {c.title for c in chunks} == {"Scope of this report", "Executive Summary",
+                                         "References to prior work",
+                                         "Index funds for water utilities"}
+    assert not any(c.start_line < findings.own_end and c.end_line > findings.start
+                   for c in chunks)
+    assert "LLM" in skip_reasons(tree, cfg, noise_llm=_FakeLLM(llm.reply))[findings.node_id]
+    # the rules still apply next to the LLM's labels, and without use_llm it is never asked
+    rules_only = chunk_tree(tree)
+    assert {c.chunk_id for c in chunks} < {c.chunk_id for c in rules_only}
+    idle = _FakeLLM(llm.reply)
+    assert chunk_tree(tree, ChunkConfig(), noise_llm=idle) == rules_only and idle.calls == 0
+
+
+@pytest.mark.parametrize("reply", [RuntimeError("quota exceeded"), "no JSON here"])
+def test_llm_noise_failure_falls_back_to_the_rules(reply):
+    _, tree = load("noise_en.md")
+    cfg = ChunkConfig(noise=NoiseConfig(use_llm=True))
+    assert chunk_tree(tree, cfg, noise_llm=_FakeLLM(reply)) == chunk_tree(tree)
+
+
+def test_llm_noise_without_an_llm_is_a_config_error():
+    _, tree = load("noise_en.md")
+    cfg = ChunkConfig(noise=NoiseConfig(use_llm=True))
+    with pytest.raises(ConfigError, match="noise_llm="):
+        chunk_tree(tree, cfg)
+    with pytest.raises(ConfigError, match="noise_llm="):
+        skip_reasons(tree, cfg)
+    with pytest.raises(ConfigError, match="noise_llm="):  # whatever the document holds
+        chunk_tree(build_tree("no headings at all, just one line of text\n"), cfg)
+    # ready decisions need no LLM
+    assert chunk_tree(tree, cfg, noise={}) == chunk_tree(tree, ChunkConfig(), noise={})
 
 
 def test_preamble_is_chunked_as_a_section():
@@ -480,7 +538,7 @@ def test_property_chunks_point_exactly_and_cover_each_body(doc, size, chars):
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.text(max_size=200), max_size=30))
 def test_property_joined_counting_equals_the_tokenizer(texts):
-    assert _count_many(texts) == count_tokens_batch(texts)
+    assert count_tokens_many(texts) == count_tokens_batch(texts)
 
 
 # --- the shared corpora (only where present) ------------------------------------------------
@@ -502,7 +560,7 @@ def test_ten_k_filings(name, cfg):
                 # only a row too long for any chunk (header included) is ever cut inside
                 a = text.rfind("<tr", 0, c.end_char)
                 row = text[a : text.find("</tr>", a) + 5]
-                view = _view(row, "html")
+                view = embed_view(row, "html")
                 size = count_tokens(view) if cfg.unit == "tokens" else len(view)
                 assert size > cfg.chunk_size // 2, c.chunk_id
 
