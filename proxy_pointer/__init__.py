@@ -7,20 +7,17 @@ their section; a query returns whole, intact sections sliced from the stored sou
 >>> from proxy_pointer import Index                     # doctest: +SKIP
 >>> idx = Index.build(["docs/"])                        # doctest: +SKIP
 >>> idx.retrieve("What was free cash flow?").sections   # doctest: +SKIP
+
+Names are imported on first use, so ``import proxy_pointer`` (and the CLI's start) stays
+cheap: the tokenizer, markdown parser, FAISS and the LLM clients load when needed.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-from .chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
-from .documents import read_document
-from .embeddings import (
-    CachedEmbedder,
-    Embedder,
-    GeminiEmbedder,
-    HashEmbedder,
-    SentenceTransformerEmbedder,
-    make_embedder,
-)
+from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ConfigError,
     DocumentError,
@@ -31,17 +28,90 @@ from .errors import (
     LLMError,
     ProxyPointerError,
 )
-from .index import Index, UpdateReport
-from .noise import NoiseConfig, classify_noise
-from .retrieval import Retrieval, RetrievalConfig, Retriever, Section
-from .store import VectorIndexConfig
-from .synthesis import LLM, Answer, GeminiLLM, OpenAICompatibleLLM, make_llm, synthesize
-from .tree import Node, Tree, TreeConfig, build_tree, format_tree
 
 try:
     __version__ = version("proxy-pointer")
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
+
+# Public name -> the module that defines it (imported on first attribute access).
+_LAZY = {
+    "Chunk": "chunking",
+    "ChunkConfig": "chunking",
+    "chunk_text": "chunking",
+    "chunk_tree": "chunking",
+    "SourceFile": "documents",
+    "discover": "documents",
+    "read_document": "documents",
+    "CachedEmbedder": "embeddings",
+    "Embedder": "embeddings",
+    "GeminiEmbedder": "embeddings",
+    "HashEmbedder": "embeddings",
+    "SentenceTransformerEmbedder": "embeddings",
+    "make_embedder": "embeddings",
+    "Index": "index",
+    "UpdateReport": "index",
+    "LexicalIndex": "lexical",
+    "LLM": "llm",
+    "GeminiLLM": "llm",
+    "LLMReply": "llm",
+    "OpenAICompatibleLLM": "llm",
+    "make_llm": "llm",
+    "NoiseConfig": "noise",
+    "classify_noise": "noise",
+    "Retrieval": "retrieval",
+    "RetrievalConfig": "retrieval",
+    "Retriever": "retrieval",
+    "Section": "retrieval",
+    "DocumentRecord": "stores",
+    "LocalStore": "stores",
+    "Manifest": "stores",
+    "Store": "stores",
+    "Answer": "synthesis",
+    "Citation": "synthesis",
+    "synthesize": "synthesis",
+    "Node": "tree",
+    "Tree": "tree",
+    "TreeConfig": "tree",
+    "build_tree": "tree",
+    "format_tree": "tree",
+    "VectorIndexConfig": "vectors",
+}
+
+if TYPE_CHECKING:
+    from .chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
+    from .documents import SourceFile, discover, read_document
+    from .embeddings import (
+        CachedEmbedder,
+        Embedder,
+        GeminiEmbedder,
+        HashEmbedder,
+        SentenceTransformerEmbedder,
+        make_embedder,
+    )
+    from .index import Index, UpdateReport
+    from .lexical import LexicalIndex
+    from .llm import LLM, GeminiLLM, LLMReply, OpenAICompatibleLLM, make_llm
+    from .noise import NoiseConfig, classify_noise
+    from .retrieval import Retrieval, RetrievalConfig, Retriever, Section
+    from .stores import DocumentRecord, LocalStore, Manifest, Store
+    from .synthesis import Answer, Citation, synthesize
+    from .tree import Node, Tree, TreeConfig, build_tree, format_tree
+    from .vectors import VectorIndexConfig
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'proxy_pointer' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "LLM",
@@ -49,8 +119,10 @@ __all__ = [
     "CachedEmbedder",
     "Chunk",
     "ChunkConfig",
+    "Citation",
     "ConfigError",
     "DocumentError",
+    "DocumentRecord",
     "Embedder",
     "EmbeddingError",
     "GeminiEmbedder",
@@ -61,6 +133,10 @@ __all__ = [
     "IndexLockedError",
     "IndexMismatchError",
     "LLMError",
+    "LLMReply",
+    "LexicalIndex",
+    "LocalStore",
+    "Manifest",
     "Node",
     "NoiseConfig",
     "OpenAICompatibleLLM",
@@ -70,6 +146,8 @@ __all__ = [
     "Retriever",
     "Section",
     "SentenceTransformerEmbedder",
+    "SourceFile",
+    "Store",
     "Tree",
     "TreeConfig",
     "UpdateReport",
@@ -79,6 +157,7 @@ __all__ = [
     "chunk_text",
     "chunk_tree",
     "classify_noise",
+    "discover",
     "format_tree",
     "make_embedder",
     "make_llm",

@@ -12,27 +12,35 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from .embeddings import Embedder
+    from .index import Index
+    from .retrieval import Retrieval, RetrievalConfig
+
+from . import defaults
 from .errors import ConfigError, DocumentError, ProxyPointerError
 
 __all__ = ["main"]
 
-DEFAULT_INDEX = ".proxy-pointer-index"
-
 
 def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--index", default=DEFAULT_INDEX, help="index directory (default: %(default)s)")
-    p.add_argument("--budget", type=int, default=2000, help="context token budget (default 2000)")
-    p.add_argument("--k", type=int, default=10, help="unique sections to keep (default 10)")
-    p.add_argument("--k-search", type=int, default=200, help="chunks to search (default 200)")
+    p.add_argument("--index", default=defaults.INDEX_DIR,
+                   help="index directory (default: %(default)s)")
+    p.add_argument("--budget", type=int, default=defaults.BUDGET,
+                   help="context token budget (default %(default)s)")
+    p.add_argument("--k", type=int, default=defaults.K,
+                   help="unique sections to keep (default %(default)s)")
+    p.add_argument("--k-search", type=int, default=defaults.K_SEARCH,
+                   help="chunks to search (default %(default)s)")
     p.add_argument("--doc", action="append", default=None, metavar="DOC_ID",
                    help="search only this document (repeatable)")
     p.add_argument("--path", default=None, metavar="PREFIX",
                    help='search only under this breadcrumb prefix, e.g. "Chapter 2"')
-    p.add_argument("--expand", choices=["section", "own"], default="section",
+    p.add_argument("--expand", choices=["section", "own"], default=defaults.EXPAND,
                    help="hand over whole sections with subsections, or own text only")
-    p.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=defaults.HYBRID,
                    help="fuse BM25 with dense search (default on; --no-hybrid: dense only)")
 
 
@@ -54,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("index", help="index files and folders (incremental)")
     i.add_argument("paths", nargs="+")
-    i.add_argument("--index", default=DEFAULT_INDEX, help="index directory (default: %(default)s)")
+    i.add_argument("--index", default=defaults.INDEX_DIR,
+                   help="index directory (default: %(default)s)")
     i.add_argument("--root", default=None, help="doc ids are paths relative to this folder")
     i.add_argument("--include", action="append", default=None, metavar="GLOB")
     i.add_argument("--exclude", action="append", default=[], metavar="GLOB")
@@ -117,32 +126,26 @@ def _cmd_tree(args: argparse.Namespace) -> int:
     return 0
 
 
-def _make_embedder(spec: str | None, cache_dir: str | None):
+def _make_embedder(spec: str | None, cache_dir: str | None) -> Embedder:
     from .embeddings import CachedEmbedder, make_embedder
 
-    inner = make_embedder(spec or "minilm")
-    return CachedEmbedder(inner, cache_dir or _default_cache_dir())
-
-
-def _default_cache_dir() -> Path:
-    import os
-
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "proxy-pointer"
+    inner = make_embedder(spec or defaults.EMBEDDER)
+    return CachedEmbedder(inner, cache_dir or defaults.cache_dir())
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
     from .chunking import ChunkConfig
-    from .index import DEFAULT_INCLUDE, update_directory
+    from .documents import DEFAULT_INCLUDE
+    from .index import update_directory
     from .noise import NoiseConfig
-    from .store import VectorIndexConfig, current_generation
+    from .stores import open_store
+    from .vectors import VectorIndexConfig
 
-    existing = current_generation(args.index) is not None
+    store = open_store(args.index)
+    existing = store.exists()
     spec = args.embedder
     if spec is None and existing:
-        from .store import load_manifest
-
-        spec = load_manifest(args.index)["embedder"]["model_id"]
+        spec = store.read_manifest().embedder.model_id
     embedder = _make_embedder(spec, args.cache_dir)
     chunk_config = None
     if not existing or args.chunking != "tokens" or args.no_noise_filter:
@@ -152,7 +155,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     bar = _progress_bar(args.quiet)
     t0 = time.perf_counter()
     idx, report = update_directory(
-        args.index, args.paths, embedder=embedder, chunk_config=chunk_config,
+        store, args.paths, embedder=embedder, chunk_config=chunk_config,
         vector_config=VectorIndexConfig(kind="hnsw") if args.approximate else None,
         recover_headings=args.recover_headings, lock_timeout=args.lock_timeout,
         root=args.root, include=tuple(args.include or DEFAULT_INCLUDE),
@@ -186,7 +189,7 @@ def _progress_bar(quiet: bool) -> _Bar | None:
     return None if quiet or not sys.stderr.isatty() else _Bar()
 
 
-def _open_index(args: argparse.Namespace):
+def _open_index(args: argparse.Namespace) -> tuple[Index, RetrievalConfig]:
     from .index import Index
     from .retrieval import RetrievalConfig
 
@@ -203,14 +206,14 @@ def _open_index(args: argparse.Namespace):
     return idx, cfg
 
 
-def _wrap_cache(idx: Any) -> None:
+def _wrap_cache(idx: Index) -> None:
     from .embeddings import CachedEmbedder
 
     if not isinstance(idx.embedder, CachedEmbedder):
-        idx.embedder = CachedEmbedder(idx.embedder, _default_cache_dir())
+        idx.embedder = CachedEmbedder(idx.embedder, defaults.cache_dir())
 
 
-def _print_sections(retrieval: Any) -> None:
+def _print_sections(retrieval: Retrieval) -> None:
     if not retrieval.sections:
         print("No sections found.")
         return
@@ -286,18 +289,21 @@ def _batch_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resolve_doc(idx: Any, doc_id: str) -> str:
+def _resolve_doc(idx: Index, doc_id: str) -> str:
     """A dataset doc id may omit the file suffix that the index's ids carry."""
+    from .documents import DOCUMENT_SUFFIXES
+
     if doc_id in idx.documents:
         return doc_id
-    for suffix in (".md", ".markdown", ".txt"):
+    for suffix in DOCUMENT_SUFFIXES:
         if doc_id + suffix in idx.documents:
             return doc_id + suffix
     return doc_id
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-    from .synthesis import ENABLE_SYNTHESIS_HINT, make_llm, synthesize
+    from .llm import make_llm
+    from .synthesis import ENABLE_SYNTHESIS_HINT, synthesize
 
     idx, cfg = _open_index(args)
     llm = make_llm(args.llm, base_url=args.llm_base_url)

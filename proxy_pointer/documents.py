@@ -8,17 +8,32 @@ every line number and character offset the library reports points into it.
 from __future__ import annotations
 
 import codecs
+import fnmatch
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from proxy_pointer.errors import ConfigError, DocumentError
+from .errors import ConfigError, DocumentError
 
-__all__ = ["DOCUMENT_SUFFIXES", "doc_id_for", "find_documents", "read_document"]
+__all__ = [
+    "DEFAULT_INCLUDE",
+    "DOCUMENT_SUFFIXES",
+    "TEXT_SUFFIXES",
+    "SourceFile",
+    "discover",
+    "doc_id_for",
+    "document_kind",
+    "read_document",
+]
 
-#: File name endings :func:`find_documents` picks up by default.
+#: File name endings indexed by default; the one list every other default derives from.
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt")
+#: Endings of plain-text files, chunked by sliding windows (no headings to follow).
+TEXT_SUFFIXES = (".txt",)
+#: The globs :func:`discover` picks up by default.
+DEFAULT_INCLUDE = tuple(f"*{s}" for s in DOCUMENT_SUFFIXES)
 
 
 def read_document(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> str:
@@ -105,24 +120,64 @@ def doc_id_for(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> st
     return PurePath(rel).as_posix()
 
 
-def find_documents(
-    root: str | os.PathLike[str], *, suffixes: Iterable[str] = DOCUMENT_SUFFIXES
-) -> list[Path]:
-    """The documents under ``root`` (or ``root`` itself when it is a file), sorted by doc id.
+@dataclass(frozen=True)
+class SourceFile:
+    """A file found to index: where it is and the doc id it gets."""
 
-    Picks files whose name ends with one of ``suffixes`` (case-insensitive) and skips
-    hidden files and folders (names starting with ``.``). Raises :class:`DocumentError`
-    when ``root`` does not exist.
+    path: Path
+    doc_id: str
+
+
+def document_kind(name: str) -> str:
+    """``"text"`` for plain-text files (sliding-window chunks only), else ``"markdown"``."""
+    return "text" if name.lower().endswith(TEXT_SUFFIXES) else "markdown"
+
+
+def discover(paths: Iterable[str | os.PathLike[str]], *,
+             root: str | os.PathLike[str] | None = None,
+             include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = ()
+             ) -> list[SourceFile]:
+    """Files to index under ``paths`` with their doc ids, sorted by id.
+
+    A folder is searched recursively for file names matching an ``include`` glob
+    (case-insensitively: ``*.md`` finds ``NOTES.MD``); hidden files and folders (names
+    starting with ``.``) are skipped. Its files get ids relative to the folder (or to
+    ``root``). A file named directly is taken as it is, with its name (or its path relative
+    to ``root``) as id. ``exclude`` globs match the id or the file name. Raises
+    :class:`DocumentError` for a path that does not exist or two files with one id.
     """
-    base = Path(root)
-    ends = tuple(s.lower() for s in suffixes)
-    if base.is_file():
-        return [base]
-    if not base.is_dir():
-        raise DocumentError(os.fspath(root), "no such file or folder")
-    found: list[Path] = []
-    for folder, dirs, files in os.walk(base):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found.extend(Path(folder, f) for f in files
-                     if not f.startswith(".") and f.lower().endswith(ends))
-    return sorted(found, key=lambda p: doc_id_for(p, base))
+    found: dict[str, SourceFile] = {}
+    root_path = Path(root) if root is not None else None
+    inc = [g.lower() for g in include]
+
+    def excluded(doc_id: str) -> bool:
+        name = doc_id.rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatch(doc_id, g) or fnmatch.fnmatch(name, g) for g in exclude)
+
+    def add(file: Path, base: Path) -> None:
+        # Ids come from the path as given, not the resolved one: a symbolic link is indexed
+        # under its own name, even when it points outside the folder.
+        doc_id = doc_id_for(file, root_path or base)
+        if excluded(doc_id):
+            return
+        if doc_id in found and found[doc_id].path.resolve() != file.resolve():
+            raise DocumentError(
+                str(file), f"duplicate doc id {doc_id!r} (also {found[doc_id].path}); "
+                "index the folders under a common root"
+            )
+        found[doc_id] = SourceFile(file, doc_id)
+
+    for p in map(Path, paths):
+        if p.is_dir():
+            for dirpath, dirnames, filenames in os.walk(p):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                for name in sorted(filenames):
+                    if not name.startswith(".") and any(
+                        fnmatch.fnmatchcase(name.lower(), g) for g in inc
+                    ):
+                        add(Path(dirpath) / name, p)
+        elif p.exists():
+            add(p, p.parent)
+        else:
+            raise DocumentError(str(p), "no such file or directory")
+    return [found[k] for k in sorted(found)]

@@ -14,42 +14,33 @@ chunks are reused, and the embedding cache makes repeats free across indexes).
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
-from .documents import doc_id_for, read_document
+from .chunking import CHUNKER_VERSION, Chunk, ChunkConfig, chunk_text, chunk_tree
+from .documents import DEFAULT_INCLUDE, discover, document_kind, read_document
 from .embeddings import Embedder, make_embedder
-from .errors import ConfigError, DocumentError, IndexCorruptError
-from .store import (
-    DocumentRecord,
-    StoredIndex,
-    VectorIndex,
-    VectorIndexConfig,
-    load_index,
-    save_index,
-    write_lock,
-)
+from .errors import ConfigError, DocumentError
+from .lexical import LexicalIndex
+from .stores import DocumentRecord, EmbedderInfo, IndexData, Manifest, Store, open_store
 from .tokens import count_tokens_batch
 from .tree import Tree, build_tree, split_lines
+from .vectors import VectorIndex, VectorIndexConfig
 
 if TYPE_CHECKING:
+    from .llm import LLM
+    from .noise import TextGenerator
     from .retrieval import Retrieval, RetrievalConfig
-    from .synthesis import LLM, Answer
+    from .synthesis import Answer
 
-__all__ = ["DEFAULT_INCLUDE", "Index", "UpdateReport", "discover", "update_directory"]
-
-DEFAULT_INCLUDE = ("*.md", "*.markdown", "*.txt")
-_TEXT_SUFFIXES = (".txt",)
+__all__ = ["Index", "UpdateReport", "update_directory"]
 
 
 def _library_version() -> str:
@@ -83,204 +74,185 @@ class UpdateReport:
         )
 
 
-@dataclass(frozen=True)
-class _Source:
-    path: Path
-    doc_id: str
-
-
-def discover(paths: Iterable[str | os.PathLike[str]], *, root: str | os.PathLike[str] | None = None,
-             include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = ()
-             ) -> list[_Source]:
-    """Files to index under ``paths`` with their doc ids (sorted, duplicates rejected).
-
-    A folder is searched recursively for ``include`` globs; its files get ids relative to
-    the folder (or to ``root``). A file named directly gets its name (or its path relative
-    to ``root``) as id. ``exclude`` globs match the id or the file name. Raises
-    :class:`DocumentError` for a path that does not exist or two files with one id.
-    """
-    found: dict[str, _Source] = {}
-    root_path = Path(root) if root is not None else None
-
-    def excluded(doc_id: str) -> bool:
-        name = doc_id.rsplit("/", 1)[-1]
-        return any(fnmatch.fnmatch(doc_id, g) or fnmatch.fnmatch(name, g) for g in exclude)
-
-    def add(file: Path, base: Path) -> None:
-        # Ids come from the path as given, not the resolved one: a symbolic link is indexed
-        # under its own name, even when it points outside the folder.
-        doc_id = doc_id_for(file, root_path or base)
-        if excluded(doc_id):
-            return
-        if doc_id in found and found[doc_id].path.resolve() != file.resolve():
-            raise DocumentError(
-                str(file), f"duplicate doc id {doc_id!r} (also {found[doc_id].path}); "
-                "index the folders under a common root"
-            )
-        found[doc_id] = _Source(file, doc_id)
-
-    for p in map(Path, paths):
-        if p.is_dir():
-            base = p
-            for dirpath, dirnames, filenames in os.walk(p):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-                for name in sorted(filenames):
-                    if any(fnmatch.fnmatch(name, g) for g in include):
-                        add(Path(dirpath) / name, base)
-        elif p.exists():
-            add(p, p.parent)
-        else:
-            raise DocumentError(str(p), "no such file or directory")
-    return [found[k] for k in sorted(found)]
-
-
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _chunk_row(c: Chunk) -> dict[str, Any]:
-    return dataclasses.asdict(c)
-
-
-def _row_chunk(row: dict[str, Any]) -> Chunk:
-    return Chunk(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()})
 
 
 class Index:
     """Chunks of many documents with their vectors and pointers, plus the source copies.
 
-    Thread-safe for concurrent readers; one writer at a time per directory (see
-    :func:`proxy_pointer.store.write_lock`). ``embedder`` defaults to the bundled MiniLM.
+    Thread-safe for concurrent readers; one writer at a time per store (see
+    :meth:`proxy_pointer.stores.Store.lock`). ``embedder`` defaults to the bundled MiniLM.
+    ``noise_llm`` is needed only when ``chunk_config.noise.use_llm`` is set: it then labels
+    each document's noise sections (one call per document, rules as fallback).
     """
 
     def __init__(self, *, embedder: Embedder | None = None,
                  chunk_config: ChunkConfig | None = None,
                  vector_config: VectorIndexConfig | None = None,
-                 recover_headings: bool = False, encoding: str = "utf-8") -> None:
+                 recover_headings: bool = False, encoding: str = "utf-8",
+                 noise_llm: TextGenerator | None = None) -> None:
         if embedder is None:
             from .embeddings import default_embedder
 
             embedder = default_embedder()
         self.embedder = embedder
         self.chunk_config = chunk_config or ChunkConfig()
-        self.vector_config = vector_config or VectorIndexConfig()
         self.recover_headings = recover_headings
         self.encoding = encoding
+        self.noise_llm = noise_llm
         self.documents: dict[str, DocumentRecord] = {}
+        self._vector_config = vector_config or VectorIndexConfig()
         self._texts: dict[str, str] = {}
         self._trees: dict[str, Tree] = {}
-        self._chunks: list[Chunk] = []
+        self._chunks: tuple[Chunk, ...] = ()
         self._vectors = np.zeros((0, embedder.dimension), np.float32)
         self._vindex: VectorIndex | None = None
+        self._lexical: LexicalIndex | None = None
         self._rows_by_doc: dict[str, np.ndarray] | None = None
-        self._retriever_cache: dict[str, Any] = {}
+        # Where the current contents were read from or last saved to, for loading the saved
+        # lexical index on demand; None once the contents change in memory.
+        self._origin: tuple[Store, str] | None = None
+        self._chunker_version = CHUNKER_VERSION
+        self._version = 0
 
     # --- construction -------------------------------------------------------------------
     @classmethod
     def build(cls, paths: Iterable[str | os.PathLike[str]], *, root: str | None = None,
               include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
               progress: Callable[[int, int], None] | None = None, **kwargs: Any) -> Index:
-        """Index the files under ``paths`` (see :func:`discover`); returns the new index."""
+        """Index the files under ``paths`` (see :func:`~.documents.discover`)."""
         idx = cls(**kwargs)
         idx.update(paths, root=root, include=include, exclude=exclude, progress=progress)
         return idx
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str], *, embedder: Embedder | None = None
-             ) -> Index:
+    def from_parts(cls, *, documents: Mapping[str, DocumentRecord], texts: Mapping[str, str],
+                   chunks: Sequence[Chunk], vectors: np.ndarray, **kwargs: Any) -> Index:
+        """An index over contents made elsewhere (row ``i`` of ``vectors`` is chunk ``i``).
+
+        For tools that assemble an index directly, e.g. the scale benchmarks. Raises
+        :class:`ConfigError` when the parts do not fit together.
+        """
+        idx = cls(**kwargs)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(chunks), idx.embedder.dimension):
+            raise ConfigError(f"vectors of shape {vectors.shape} for {len(chunks)} chunks of "
+                              f"dimension {idx.embedder.dimension}")
+        if set(texts) != set(documents) or {c.doc_id for c in chunks} - set(documents):
+            raise ConfigError("documents, texts and chunks name different documents")
+        idx._replace(documents=dict(documents), texts=dict(texts), chunks=tuple(chunks),
+                     vectors=vectors)
+        return idx
+
+    @classmethod
+    def load(cls, location: str | os.PathLike[str] | Store, *,
+             embedder: Embedder | None = None) -> Index:
         """Open a saved index. Without ``embedder`` the one recorded in the manifest is used.
 
         Raises :class:`IndexCorruptError` or :class:`IndexMismatchError` (wrong embedder,
         dimension or schema) with what was expected and what was found.
         """
-        stored = load_index(
-            directory,
+        store = open_store(location)
+        data = store.read(
             expect_embedder=embedder.model_id if embedder is not None else None,
             expect_dimension=embedder.dimension if embedder is not None else None,
         )
-        m = stored.manifest
-        gen = Path(directory) / stored.generation
-        # A file that parses but holds the wrong shapes is as corrupt as one that does not
-        # parse: say which file, never leak a KeyError or TypeError.
-        try:
-            model_id = m["embedder"]["model_id"]
-            chunk_config = ChunkConfig.from_dict(m["chunking"])
-            vector_config = VectorIndexConfig(**m.get("vector_index", {}))
-            recover = bool(m.get("tree", {}).get("recover_headings", False))
-        except (KeyError, TypeError, AttributeError, ConfigError) as e:
-            raise IndexCorruptError(f"{gen}/manifest.json: bad settings ({e!r})") from None
-        try:
-            chunks = [_row_chunk(r) for r in stored.chunks]
-        except (TypeError, AttributeError) as e:
-            raise IndexCorruptError(f"{gen}/chunks.jsonl: bad chunk record ({e})") from None
-        orphans = {c.doc_id for c in chunks} - set(stored.documents)
-        if orphans:
-            raise IndexCorruptError(
-                f"{gen}/chunks.jsonl: chunks of documents not in documents.jsonl: "
-                f"{sorted(orphans)[:3]}"
-            )
+        m = data.manifest
         if embedder is None:
-            embedder = make_embedder(model_id)
-        idx = cls(embedder=embedder, chunk_config=chunk_config, vector_config=vector_config,
-                  recover_headings=recover)
-        idx.documents = dict(stored.documents)
-        idx._texts = dict(stored.texts)
-        idx._chunks = chunks
-        idx._vectors = stored.vectors
-        if stored.faiss_blob is not None:
-            import faiss
-
-            try:
-                pre = faiss.deserialize_index(np.frombuffer(stored.faiss_blob, dtype=np.uint8))
-            except RuntimeError as e:
-                raise IndexCorruptError(
-                    f"{gen}/hnsw.faiss: unreadable ({str(e).splitlines()[0]})") from None
-            if pre.ntotal != len(chunks) or pre.d != stored.vectors.shape[1]:
-                raise IndexCorruptError(
-                    f"{gen}/hnsw.faiss: holds {pre.ntotal} vectors of dimension {pre.d}, "
-                    f"expected {len(chunks)} of {stored.vectors.shape[1]}"
-                )
-            idx._vindex = VectorIndex(stored.vectors, idx.vector_config, prebuilt=pre)
+            embedder = make_embedder(m.embedder.model_id)
+        idx = cls(embedder=embedder, chunk_config=m.chunking, vector_config=m.vector_index,
+                  recover_headings=m.recover_headings)
+        idx._replace(documents=dict(data.documents), texts=dict(data.texts),
+                     chunks=tuple(data.chunks), vectors=data.vectors)
+        idx._vindex = data.vector_index
+        idx._origin = (store, data.generation)
+        idx._chunker_version = m.chunker_version
         return idx
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         """The manifest this index would be saved with."""
-        return {
-            "library_version": _library_version(),
-            "embedder": {"model_id": self.embedder.model_id,
-                         "dimension": int(self.embedder.dimension)},
-            "chunking": self.chunk_config.to_dict(),
-            "vector_index": dataclasses.asdict(self.vector_config),
-            "tree": {"recover_headings": self.recover_headings},
-            "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
+        return Manifest(
+            embedder=EmbedderInfo(self.embedder.model_id, int(self.embedder.dimension)),
+            chunking=self.chunk_config,
+            vector_index=self.vector_config,
+            recover_headings=self.recover_headings,
+            chunker_version=self._chunker_version,
+            library_version=_library_version(),
+            saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            n_documents=len(self.documents),
+            n_chunks=len(self._chunks),
+        )
 
-    def save(self, directory: str | os.PathLike[str], *, lock_timeout: float = 10.0) -> str:
-        """Write the index to ``directory`` atomically; returns the generation name.
+    def save(self, location: str | os.PathLike[str] | Store, *,
+             lock_timeout: float = 10.0) -> str:
+        """Write the index to ``location`` atomically; returns the generation name.
 
         A crash mid-save leaves the previous contents committed. Raises
-        :class:`IndexLockedError` when another writer holds the directory longer than
+        :class:`IndexLockedError` when another writer holds the store longer than
         ``lock_timeout`` seconds.
         """
-        with write_lock(directory, timeout=lock_timeout):
-            return self._save_locked(directory)
+        store = open_store(location)
+        with store.lock(timeout=lock_timeout):
+            return self.save_locked(store)
 
-    def _save_locked(self, directory: str | os.PathLike[str]) -> str:
-        stored = StoredIndex(
+    def save_locked(self, store: Store) -> str:
+        """:meth:`save` for a caller that already holds ``store``'s writer lock."""
+        data = IndexData(
             manifest=self.manifest(), documents=self.documents, texts=self._texts,
-            chunks=[_chunk_row(c) for c in self._chunks], vectors=self._vectors,
-            faiss_blob=self.vector_index.faiss_bytes() if self._chunks else None,
+            chunks=self._chunks, vectors=self._vectors,
+            vector_index=self.vector_index if self._chunks else None,
+            lexical=self.lexical if self._chunks else None,
         )
-        return save_index(directory, stored)
+        generation = store.write(data)
+        self._origin = (store, generation)
+        return generation
 
-    # --- documents ----------------------------------------------------------------------
+    # --- what retrieval reads -----------------------------------------------------------
     @property
-    def chunks(self) -> list[Chunk]:
-        return list(self._chunks)
+    def version(self) -> int:
+        """Bumped on every change of contents: caches derived from an index key on it."""
+        return self._version
+
+    @property
+    def chunks(self) -> tuple[Chunk, ...]:
+        """Every chunk; position ``i`` is row ``i`` of :attr:`vectors` (no copy is made)."""
+        return self._chunks
 
     @property
     def vectors(self) -> np.ndarray:
+        """Chunk vectors, float32 ``(n_chunks, dimension)``, L2-normalized."""
         return self._vectors
+
+    @property
+    def vector_config(self) -> VectorIndexConfig:
+        return self._vector_config
+
+    @vector_config.setter
+    def vector_config(self, config: VectorIndexConfig) -> None:
+        """Switch exact/approximate search; vectors are kept, the search index is rebuilt."""
+        if config != self._vector_config:
+            self._vector_config = config
+            self._vindex = None
+
+    @property
+    def vector_index(self) -> VectorIndex:
+        """The search structure over :attr:`vectors` (built on first use)."""
+        if self._vindex is None:
+            self._vindex = VectorIndex(self._vectors, self._vector_config)
+        return self._vindex
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        """BM25 over the chunks' embedded texts: loaded from the store it was saved with,
+        else built in memory on first use."""
+        if self._lexical is None:
+            loaded = None
+            if self._origin is not None:
+                store, generation = self._origin
+                loaded = store.read_lexical(generation, len(self._chunks))
+            self._lexical = loaded or LexicalIndex.build([c.embed_text for c in self._chunks])
+        return self._lexical
 
     def text(self, doc_id: str) -> str:
         """The stored copy of a document's source, exactly as indexed."""
@@ -315,16 +287,18 @@ class Index:
         parts = [self._rows_by_doc[d] for d in doc_ids if d in self._rows_by_doc]
         return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
-    @property
-    def vector_index(self) -> VectorIndex:
-        if self._vindex is None:
-            self._vindex = VectorIndex(self._vectors, self.vector_config)
-        return self._vindex
-
-    def _invalidate(self) -> None:
-        self._vindex = None
-        self._rows_by_doc = None
-        self._retriever_cache.clear()
+    # --- changing contents --------------------------------------------------------------
+    def _replace(self, *, documents: dict[str, DocumentRecord], texts: dict[str, str],
+                 chunks: tuple[Chunk, ...], vectors: np.ndarray) -> None:
+        """Swap in new contents and drop everything derived from the old ones."""
+        # A tree stays valid while its document's record is the same object (unchanged).
+        self._trees = {d: t for d, t in self._trees.items()
+                       if d in documents and documents[d] is self.documents.get(d)}
+        self.documents, self._texts = documents, texts
+        self._chunks, self._vectors = chunks, vectors
+        self._vindex = self._lexical = self._rows_by_doc = None
+        self._origin = None
+        self._version += 1
 
     def add_text(self, doc_id: str, text: str, *, source_path: str = "",
                  kind: str | None = None) -> bool:
@@ -349,6 +323,7 @@ class Index:
         unchanged ones skipped. With ``prune``, documents whose files are gone from
         ``paths`` are removed. A file that cannot be read is skipped and reported in
         ``UpdateReport.skipped``; the rest is indexed. Nothing changes if embedding fails.
+        An index whose chunks were made by another chunker version is re-chunked whole.
         """
         t0 = time.perf_counter()
         sources = discover(paths, root=root, include=include, exclude=exclude)
@@ -376,24 +351,30 @@ class Index:
                progress: Callable[[int, int], None] | None = None) -> UpdateReport:
         """Chunk and embed ``new`` documents, drop ``remove``; commit only if all succeed."""
         timings = {"tree": 0.0, "chunking": 0.0, "embedding": 0.0, "index": 0.0}
-        added, updated, unchanged = [], [], []
+        added: list[str] = []
+        updated: list[str] = []
+        unchanged: list[str] = []
+        rechunk = self._chunker_version != CHUNKER_VERSION
+        if rechunk:
+            # Chunks of another chunker version must not mix with new ones: re-chunk every
+            # stored document (unchanged chunk texts keep their vectors below).
+            for doc_id, rec in self.documents.items():
+                if doc_id not in new and doc_id not in remove:
+                    new = {**new, doc_id: (self._texts[doc_id], rec.source_path, rec.kind)}
         staged: dict[str, tuple[DocumentRecord, str, list[Chunk]]] = {}
         for doc_id, (text, source_path, kind) in new.items():
             digest = _sha256(text)
             old = self.documents.get(doc_id)
-            if old is not None and old.sha256 == digest:
+            if old is not None and old.sha256 == digest and not rechunk:
                 unchanged.append(doc_id)
                 continue
-            kind = kind or ("text" if source_path.lower().endswith(_TEXT_SUFFIXES) else "markdown")
+            kind = kind or document_kind(source_path)
             t = time.perf_counter()
-            if kind == "text":
-                tree = None
-                tt = time.perf_counter()
-                chunks = chunk_text(text, doc_id, self.chunk_config)
-            else:
-                tree = build_tree(text, doc_id=doc_id, recover_headings=self.recover_headings)
-                tt = time.perf_counter()
-                chunks = chunk_tree(tree, self.chunk_config)
+            tree = None if kind == "text" else build_tree(
+                text, doc_id=doc_id, recover_headings=self.recover_headings)
+            tt = time.perf_counter()
+            chunks = (chunk_text(text, doc_id, self.chunk_config) if tree is None
+                      else chunk_tree(tree, self.chunk_config, noise_llm=self.noise_llm))
             timings["tree"] += tt - t
             timings["chunking"] += time.perf_counter() - tt
             t = time.perf_counter()
@@ -436,18 +417,16 @@ class Index:
             new_chunks.extend(cs)
         vectors = (np.concatenate(parts).astype(np.float32, copy=False) if parts
                    else np.zeros((0, self.embedder.dimension), np.float32))
-        # Commit in memory: nothing above mutated the index.
-        for doc_id in remove:
-            self.documents.pop(doc_id, None)
-            self._texts.pop(doc_id, None)
-            self._trees.pop(doc_id, None)
-        for doc_id, (rec, text, _) in staged.items():
-            self.documents[doc_id] = rec
-            self._texts[doc_id] = text
-            self._trees.pop(doc_id, None)
-        self._chunks = new_chunks
-        self._vectors = vectors
-        self._invalidate()
+        if staged or remove:
+            # Commit in memory: nothing above mutated the index.
+            documents = {d: r for d, r in self.documents.items() if d not in remove}
+            texts = {d: x for d, x in self._texts.items() if d not in remove}
+            for doc_id, (rec, text, _) in staged.items():
+                documents[doc_id] = rec
+                texts[doc_id] = text
+            self._replace(documents=documents, texts=texts, chunks=tuple(new_chunks),
+                          vectors=vectors)
+        self._chunker_version = CHUNKER_VERSION
         timings["index"] += time.perf_counter() - t
         return UpdateReport(
             added=tuple(sorted(added)), updated=tuple(sorted(updated)),
@@ -476,7 +455,7 @@ class Index:
                 progress(min(start + step, len(texts)), len(texts))
         return np.concatenate(out)
 
-    # --- querying -----------------------------------------------------------------------
+    # --- querying (facades over the retrieval and synthesis layers) ---------------------
     def retrieve(self, question: str, config: RetrievalConfig | None = None,
                  **options: Any) -> Retrieval:
         """Retrieve whole sections for ``question``; see :class:`~.retrieval.RetrievalConfig`.
@@ -490,11 +469,10 @@ class Index:
     def ask(self, question: str, llm: LLM | None = None, config: RetrievalConfig | None = None,
             **options: Any) -> Answer:
         """Retrieve sections and have ``llm`` answer from them with citations."""
+        from .llm import llm_from_env
         from .synthesis import synthesize
 
         if llm is None:
-            from .synthesis import llm_from_env
-
             llm = llm_from_env()
         if llm is None:
             raise ConfigError("no LLM configured for synthesis; set GEMINI_API_KEY")
@@ -509,41 +487,47 @@ class Index:
                 f"embedder={self.embedder.model_id!r})")
 
 
-def update_directory(directory: str | os.PathLike[str], paths: Iterable[str | os.PathLike[str]],
+def update_directory(location: str | os.PathLike[str] | Store,
+                     paths: Iterable[str | os.PathLike[str]],
                      *, embedder: Embedder | None = None, chunk_config: ChunkConfig | None = None,
                      vector_config: VectorIndexConfig | None = None,
                      recover_headings: bool = False, lock_timeout: float = 0.0,
+                     noise_llm: TextGenerator | None = None,
                      **update_options: Any) -> tuple[Index, UpdateReport]:
-    """Open (or create) the index in ``directory``, update it from ``paths``, save atomically.
+    """Open (or create) the index at ``location``, update it from ``paths``, save atomically.
 
     The writer lock is held from load to commit, so two concurrent runs never lose each
     other's work: the second waits ``lock_timeout`` seconds, then raises
     :class:`IndexLockedError`. For an existing index, ``vector_config=None`` keeps its
     vector-index setting and another one switches it (vectors are reused, nothing is
-    re-embedded); other chunking settings raise :class:`ConfigError`.
+    re-embedded); other chunking settings raise :class:`ConfigError`. An index made by
+    another chunker version is re-chunked (unchanged chunk texts are not re-embedded).
     """
-    from .store import current_generation
-
-    switched = False
-    with write_lock(directory, timeout=lock_timeout):
-        existing = current_generation(directory) is not None
+    store = open_store(location)
+    with store.lock(timeout=lock_timeout):
+        existing = store.exists()
         if existing:
-            idx = Index.load(directory, embedder=embedder)
-            if chunk_config is not None and chunk_config.to_dict() != idx.chunk_config.to_dict():
+            idx = Index.load(store, embedder=embedder)
+            idx.noise_llm = noise_llm
+            if (chunk_config is not None
+                    and chunk_config.to_dict() != idx.chunk_config.to_dict()):
                 raise ConfigError(
-                    f"{directory}: index was built with other chunking settings; "
+                    f"{store.location}: index was built with other chunking settings; "
                     "rebuild it in a new directory"
                 )
-            if vector_config is not None and vector_config != idx.vector_config:
+            switched = vector_config is not None and vector_config != idx.vector_config
+            if vector_config is not None:
                 idx.vector_config = vector_config
-                idx._invalidate()
-                switched = True
+            stale = idx.manifest().chunker_version != CHUNKER_VERSION
         else:
             idx = Index(embedder=embedder, chunk_config=chunk_config,
-                        vector_config=vector_config, recover_headings=recover_headings)
+                        vector_config=vector_config, recover_headings=recover_headings,
+                        noise_llm=noise_llm)
+            switched = stale = False
         report = idx.update(paths, **update_options)
-        if report.added or report.updated or report.removed or switched or not existing:
+        if (report.added or report.updated or report.removed or switched or stale
+                or not existing):
             t = time.perf_counter()
-            idx._save_locked(directory)
+            idx.save_locked(store)
             report.timings["write"] = time.perf_counter() - t
         return idx, report

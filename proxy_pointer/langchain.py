@@ -23,6 +23,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     ) from e
 from pydantic import ConfigDict, Field, model_validator
 
+from . import defaults
 from .index import Index
 from .retrieval import RetrievalConfig, Section
 
@@ -49,8 +50,8 @@ class ProxyPointerRetriever(BaseRetriever):
 
     index: Any = None
     index_dir: str | None = None
-    k: int = 5
-    budget: int = 2000
+    k: int = defaults.K
+    budget: int = defaults.BUDGET
     options: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")

@@ -379,7 +379,7 @@ class _Reply(Protocol):
 
 
 class TextGenerator(Protocol):
-    """The minimal LLM this module needs (satisfied by ``proxy_pointer.synthesis.LLM``)."""
+    """The minimal LLM this module needs (satisfied by ``proxy_pointer.llm.LLM``)."""
 
     def generate(self, prompt: str, *, system: str | None = None) -> _Reply: ...
 

@@ -10,14 +10,17 @@ headings have no node and are used as context directly.
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import defaults
 from .errors import ConfigError
 from .tokens import count_tokens, truncate_to_tokens
 
@@ -117,14 +120,14 @@ class RetrievalConfig:
       leading titles of a chunk's breadcrumb, case-insensitively).
     """
 
-    budget: int = 2000
-    k: int = 10
-    k_search: int = 200
-    expand: str = "section"
+    budget: int = defaults.BUDGET
+    k: int = defaults.K
+    k_search: int = defaults.K_SEARCH
+    expand: str = defaults.EXPAND
     max_section_share: float = 0.3
     section_floor: int = 400
     promote_parent: int = 0
-    hybrid: bool = True
+    hybrid: bool = defaults.HYBRID
     rrf_k: int = 60
     title_boost: float = 0.15
     doc_ids: tuple[str, ...] | None = None
@@ -209,11 +212,12 @@ class Retriever:
             rows = idx.rows_for(cfg.doc_ids)
         if cfg.path_prefix:
             want = [_norm_title(t) for t in cfg.path_prefix]
-            cache = idx._retriever_cache.setdefault("norm_paths", {})
+            cache = _caches(idx).norm_paths
             base = rows if rows is not None else np.arange(len(idx.chunks))
+            chunks = idx.chunks
             keep = []
             for r in base.tolist():
-                c = idx._chunks[r]
+                c = chunks[r]
                 p = cache.get(r)
                 if p is None:
                     p = cache[r] = [_norm_title(t) for t in _crumbs(idx, c)]
@@ -243,7 +247,7 @@ class Retriever:
             dense = self._boost(dense, q, labels, cfg, rows)
         if not cfg.hybrid:
             return dense
-        lexical = self._bm25(question, cfg.k_search, rows)
+        lexical = self.index.lexical.search(question, cfg.k_search, rows)
         fused: dict[int, float] = {}
         for ranking in (dense, lexical):
             for rank, (r, _) in enumerate(ranking):
@@ -269,30 +273,13 @@ class Retriever:
             scores[r] += cfg.title_boost
         return sorted(scores.items(), key=lambda t: (-t[1], t[0]))
 
-    def _bm25(self, question: str, k: int, rows: np.ndarray | None
-              ) -> list[tuple[int, float]]:
-        bm25 = _bm25_index(self.index)
-        tokens = _bm25_tokenize([question])[0]
-        if not tokens:
-            return []
-        scores = bm25.get_scores(tokens)
-        if rows is not None:
-            masked = np.full_like(scores, -np.inf)
-            masked[rows] = scores[rows]
-            scores = masked
-        k = min(k, int(np.isfinite(scores).sum()))
-        if k <= 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(r), float(scores[r])) for r in top if scores[r] > 0]
-
     def _group(self, ranked: list[tuple[int, float]]) -> list[_Candidate]:
         """Dedupe by ``(doc_id, node_id)``: best score per node, all its hit chunks kept."""
         by_key: dict[tuple[str, str], _Candidate] = {}
         order: list[_Candidate] = []
+        chunks = self.index.chunks
         for row, score in ranked:
-            c = self.index._chunks[row]
+            c = chunks[row]
             key = (c.doc_id, c.node_id if c.node_id is not None else f"#{c.start_char}")
             cand = by_key.get(key)
             if cand is None:
@@ -391,7 +378,7 @@ class Retriever:
         """0-based half-open line range that the candidate's section covers."""
         idx = self.index
         if cand.node_id is None:
-            c = idx._chunks[cand.rows[0]]
+            c = idx.chunks[cand.rows[0]]
             return c.start_line, c.end_line
         node = idx.tree(cand.doc_id).get(cand.node_id)
         return (node.start, node.end) if expand == "section" else (node.start, node.own_end)
@@ -399,7 +386,7 @@ class Retriever:
     def _section(self, cand: _Candidate, start: int, end: int, allowance: int
                  ) -> Section | None:
         idx = self.index
-        chunks = [idx._chunks[r] for r in cand.rows]
+        chunks = [idx.chunks[r] for r in cand.rows]
         spans = tuple(sorted({(c.start_line + 1, c.end_line) for c in chunks}))
         if cand.node_id is None:
             c = chunks[0]
@@ -460,14 +447,14 @@ class Retriever:
             used += n
             return True
 
-        first = idx._chunks[ranked[0][1]]
+        first = idx.chunks[ranked[0][1]]
         if not take(range(first.start_line, first.end_line)):
             # The best chunk's lines alone are too long: show the chunk itself, cut.
             lo = max(first.start_char, _line_starts(idx, cand.doc_id)[body_lo])
             return heading + truncate_to_tokens(idx.text(cand.doc_id)[lo:first.end_char],
                                                 room) + "\n" + _ELLIPSIS
         for _, row in ranked[1:]:
-            c = idx._chunks[row]
+            c = idx.chunks[row]
             if c.doc_id == cand.doc_id and body_lo <= c.start_line < body_hi:
                 take(range(c.start_line, c.end_line))
             if used >= room:
@@ -516,17 +503,35 @@ def _drop_contained(chosen: list[tuple[_Candidate, tuple[int, int]]], i: int
     return out
 
 
+@dataclass
+class _IndexCaches:
+    """What retrieval derives from one version of an index and reuses across queries."""
+
+    version: int
+    norm_paths: dict[int, list[str]] = field(default_factory=dict)  # row -> normalized crumbs
+    labels: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # label -> rows
+    line_starts: dict[str, list[int]] = field(default_factory=dict)  # doc -> char offsets
+
+
+# Keyed weakly by index, so a dropped index takes its caches with it.
+_CACHES: weakref.WeakKeyDictionary[Index, _IndexCaches] = weakref.WeakKeyDictionary()
+
+
+def _caches(index: Index) -> _IndexCaches:
+    """The caches for ``index`` as it is now (fresh ones after any change of contents)."""
+    caches = _CACHES.get(index)
+    if caches is None or caches.version != index.version:
+        caches = _CACHES[index] = _IndexCaches(index.version)
+    return caches
+
+
 def _line_starts(index: Index, doc_id: str) -> list[int]:
-    cache = index._retriever_cache.setdefault("line_starts", {})
-    starts = cache.get(doc_id)
-    if starts is None:
-        pos, starts = 0, []
-        for line in index.tree(doc_id).lines:
-            starts.append(pos)
-            pos += len(line)
-        starts.append(pos)
-        cache[doc_id] = starts
-    return starts
+    """Character offset of each line of a stored document, and of its end."""
+    cache = _caches(index).line_starts
+    if doc_id not in cache:
+        lengths = (len(line) for line in index.tree(doc_id).lines)
+        cache[doc_id] = [0, *itertools.accumulate(lengths)]
+    return cache[doc_id]
 
 
 _LABEL_RE = re.compile(
@@ -553,7 +558,7 @@ def _labels(question: str) -> list[tuple[str, str]]:
 
 def _labelled_rows(index: Index, labels: list[tuple[str, str]]) -> set[int]:
     """Chunk rows whose breadcrumb carries one of ``labels`` (cached per label)."""
-    cache = index._retriever_cache.setdefault("labels", {})
+    cache = _caches(index).labels
     found: set[int] = set()
     for word, num in labels:
         key = (word, num)
@@ -563,7 +568,7 @@ def _labelled_rows(index: Index, labels: list[tuple[str, str]]) -> set[int]:
             # "Section 2.1" also names a heading that starts with its number: "2.1 Results".
             bare = re.compile(rf"^\W*{num_re}\b") if word in _STRUCTURAL else None
             rows = set()
-            for r, c in enumerate(index._chunks):
+            for r, c in enumerate(index.chunks):
                 crumbs = _crumbs(index, c)
                 if any(named.search(t) or (bare is not None and bare.match(t)) for t in crumbs):
                     rows.add(r)
@@ -593,29 +598,3 @@ def _has_prefix(path: Sequence[str], want: Sequence[str]) -> bool:
         ):
             return True
     return False
-
-
-def _bm25_tokenize(texts: list[str]) -> list[list[str]]:
-    import bm25s
-
-    try:
-        import Stemmer  # PyStemmer: optional, makes "models" match "model"
-
-        stemmer = Stemmer.Stemmer("english").stemWords
-    except ImportError:
-        stemmer = None
-    return bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, return_ids=False,
-                          show_progress=False)
-
-
-def _bm25_index(index: Index):  # -> bm25s.BM25
-    """The BM25 index over the chunks' embedded texts (built on first use, then cached)."""
-    bm = index._retriever_cache.get("bm25")
-    if bm is None:
-        import bm25s
-
-        bm = bm25s.BM25()
-        corpus = _bm25_tokenize([c.embed_text for c in index._chunks])
-        bm.index(corpus, show_progress=False)
-        index._retriever_cache["bm25"] = bm
-    return bm

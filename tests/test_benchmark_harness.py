@@ -243,7 +243,7 @@ def test_flat_with_real_minilm_on_sample(tmp_path):
 
 
 def test_answer_quality_path_with_a_local_llm():
-    from proxy_pointer.synthesis import OpenAICompatibleLLM
+    from proxy_pointer.llm import OpenAICompatibleLLM
 
     ds = load_dataset(SAMPLE, limit=4)
     with RecordingLLMServer() as srv:

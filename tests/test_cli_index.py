@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +12,8 @@ import pytest
 
 from proxy_pointer.cli import main
 from proxy_pointer.index import Index
-from proxy_pointer.store import current_generation, write_lock
+from proxy_pointer.stores import current_generation, write_lock
 
-FIXTURES = Path(__file__).parent / "fixtures" / "index" / "docs"
 REPO = Path(__file__).resolve().parent.parent
 SUMMARY = re.compile(
     r"^(?P<index>.+): (?P<added>\d+) added, (?P<updated>\d+) updated, "
@@ -23,13 +21,6 @@ SUMMARY = re.compile(
     r"(?P<chunks>\d+) chunks \((?P<embedded>\d+) embedded\) in (?P<seconds>\d+\.\d)s "
     r"\[(?P<documents>\d+) documents in index; \d+\.\ds total\]$"
 )
-
-
-@pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    out = tmp_path / "docs"
-    shutil.copytree(FIXTURES, out)
-    return out
 
 
 def run_index(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str

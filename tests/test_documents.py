@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy_pointer.documents import doc_id_for, find_documents, read_document
+from proxy_pointer.documents import discover, doc_id_for, read_document
 from proxy_pointer.errors import ConfigError, DocumentError
 from proxy_pointer.tree import build_tree
 
@@ -119,15 +119,15 @@ def test_doc_id_for_relative_paths(tmp_path: Path, monkeypatch):
     assert doc_id_for("./docs/../docs/b.md", "docs") == "b.md"
 
 
-def test_find_documents(tmp_path: Path):
+def test_discover_is_case_insensitive_and_skips_hidden(tmp_path: Path):
     for name in ["b.md", "a/x.MD", "a/notes.txt", "a/img.png", ".hidden/c.md", "a/.d.md",
                  "z.markdown"]:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x")
-    found = [doc_id_for(p, tmp_path) for p in find_documents(tmp_path)]
+    found = [s.doc_id for s in discover([tmp_path])]
     assert found == ["a/notes.txt", "a/x.MD", "b.md", "z.markdown"]
-    assert find_documents(tmp_path / "b.md") == [tmp_path / "b.md"]
-    assert [p.name for p in find_documents(tmp_path, suffixes=[".txt"])] == ["notes.txt"]
-    with pytest.raises(DocumentError, match="no such file or folder"):
-        find_documents(tmp_path / "missing")
+    assert [s.path for s in discover([tmp_path / "b.md"])] == [tmp_path / "b.md"]
+    assert [s.path.name for s in discover([tmp_path], include=["*.txt"])] == ["notes.txt"]
+    with pytest.raises(DocumentError, match="no such file"):
+        discover([tmp_path / "missing"])

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy_pointer.chunking import ChunkConfig, chunk_tree
+from proxy_pointer.documents import discover
 from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder
 from proxy_pointer.errors import (
     ConfigError,
@@ -23,9 +24,10 @@ from proxy_pointer.errors import (
     IndexLockedError,
     IndexMismatchError,
 )
-from proxy_pointer.index import Index, discover, update_directory
-from proxy_pointer.store import VectorIndexConfig, current_generation
+from proxy_pointer.index import Index, update_directory
+from proxy_pointer.stores import current_generation
 from proxy_pointer.tree import build_tree
+from proxy_pointer.vectors import VectorIndexConfig
 
 FIXTURES = Path(__file__).parent / "fixtures" / "index" / "docs"
 REPO = Path(__file__).resolve().parent.parent
@@ -35,14 +37,6 @@ QUESTIONS = [
     "How are exposures stored in the archive?",
     "Where do ferries moor?",
 ]
-
-
-@pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    """A writable copy of the three fixture documents."""
-    out = tmp_path / "docs"
-    shutil.copytree(FIXTURES, out)
-    return out
 
 
 def _lines(text: str, section) -> str:
@@ -298,7 +292,7 @@ def test_wrong_vector_shape_from_embedder_is_an_error(tmp_path: Path) -> None:
 # --- two writers ----------------------------------------------------------------------------
 _HOLD_LOCK = """
 import sys
-from proxy_pointer.store import write_lock
+from proxy_pointer.stores import write_lock
 with write_lock(sys.argv[1]):
     print("LOCKED", flush=True)
     sys.stdin.readline()
@@ -479,3 +473,58 @@ def test_update_directory_switches_vector_index_kind(docs: Path, tmp_path: Path)
     # None keeps what the index has.
     idx, _ = update_directory(target, [docs], embedder=HashEmbedder(64))
     assert idx.vector_config.kind == "hnsw"
+
+
+def test_index_of_another_chunker_version_is_rechunked_on_update(saved: Path,
+                                                                 docs: Path) -> None:
+    import json
+
+    from proxy_pointer.chunking import CHUNKER_VERSION
+
+    manifest_path = current_generation(saved) / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["chunking"]["algorithm"] = CHUNKER_VERSION - 1
+    manifest_path.write_text(json.dumps(manifest))
+    old = Index.load(saved)
+    assert old.manifest().chunker_version == CHUNKER_VERSION - 1
+    assert old.retrieve("Where do ferries moor?").sections  # still answers queries
+
+    _, report = update_directory(saved, [docs], embedder=HashEmbedder(64))
+    # Same files, but every document is re-chunked; identical chunk texts keep their vectors.
+    assert report.updated == ("harbor.md", "observatory.md", "orchard.md")
+    assert report.embedded == 0 and not report.unchanged
+    reloaded = Index.load(saved)
+    assert reloaded.manifest().chunker_version == CHUNKER_VERSION
+    assert reloaded.chunks == old.chunks
+    _, again = update_directory(saved, [docs], embedder=HashEmbedder(64))
+    assert again.unchanged == report.updated and again.embedded == 0
+
+
+def test_llm_noise_option_reaches_the_chunker() -> None:
+    import json
+
+    from proxy_pointer.noise import NoiseConfig
+
+    text = ("# Report\n\n## Methods\n\n" + "We sampled the river weekly. " * 8
+            + "\n\n## Boilerplate\n\n" + "This page intentionally describes nothing. " * 8 + "\n")
+
+    class Reply:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+    class MarksBoilerplate:
+        calls = 0
+
+        def generate(self, prompt: str, *, system: str | None = None) -> Reply:
+            MarksBoilerplate.calls += 1
+            node = build_tree(text, doc_id="r.md").nodes
+            target = next(n.node_id for n in node if n.title == "Boilerplate")
+            return Reply(json.dumps({"noise": [{"id": target, "category": "foreword"}]}))
+
+    cfg = ChunkConfig(noise=NoiseConfig(use_llm=True))
+    with pytest.raises(ConfigError, match="noise_llm="):
+        Index(embedder=HashEmbedder(32), chunk_config=cfg).add_text("r.md", text)
+    idx = Index(embedder=HashEmbedder(32), chunk_config=cfg, noise_llm=MarksBoilerplate())
+    idx.add_text("r.md", text)
+    assert MarksBoilerplate.calls == 1
+    assert {c.title for c in idx.chunks} == {"Methods"}

@@ -1,10 +1,9 @@
-"""Tests for proxy_pointer.store: generations, atomic commit, crash safety, locking, errors."""
+"""Tests for the local store: generations, atomic commit, crash safety, locking, errors."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,33 +22,16 @@ from proxy_pointer.errors import (
     IndexMismatchError,
 )
 from proxy_pointer.index import Index, update_directory
-from proxy_pointer.store import (
+from proxy_pointer.stores import (
     SCHEMA_VERSION,
-    VectorIndex,
-    VectorIndexConfig,
+    LocalStore,
     current_generation,
     index_size_bytes,
-    load_index,
     write_lock,
 )
+from proxy_pointer.vectors import VectorIndex, VectorIndexConfig
 
-FIXTURES = Path(__file__).parent / "fixtures" / "index" / "docs"
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    out = tmp_path / "docs"
-    shutil.copytree(FIXTURES, out)
-    return out
-
-
-@pytest.fixture
-def saved(docs: Path, tmp_path: Path) -> Path:
-    """A committed index of the three fixture documents (HashEmbedder(64))."""
-    target = tmp_path / "idx"
-    update_directory(target, [docs], embedder=HashEmbedder(64))
-    return target
 
 
 def _gen(target: Path) -> Path:
@@ -63,7 +45,7 @@ def test_layout_and_generations(saved: Path, docs: Path) -> None:
     gen1 = _gen(saved)
     assert gen1.name == "gen-000001"
     assert sorted(p.name for p in gen1.iterdir()) == [
-        "chunks.jsonl", "documents.jsonl", "manifest.json", "sources", "vectors.npy"]
+        "bm25", "chunks.jsonl", "documents.jsonl", "manifest.json", "sources", "vectors.npy"]
     manifest = json.loads((gen1 / "manifest.json").read_text())
     assert manifest["schema_version"] == SCHEMA_VERSION
     assert manifest["embedder"] == {"model_id": "hash:64", "dimension": 64}
@@ -146,7 +128,7 @@ def test_write_lock_waits_for_release(tmp_path: Path) -> None:
 # --- crash safety ------------------------------------------------------------------------
 _KILLED_WRITER = r"""
 import os, sys, time
-import proxy_pointer.store as store
+import proxy_pointer.stores.local as store
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.index import update_directory
 
@@ -328,12 +310,12 @@ def test_unknown_schema_version(saved: Path) -> None:
 
 
 def test_load_index_checks_expected_embedder(saved: Path) -> None:
-    stored = load_index(saved, expect_embedder="hash:64", expect_dimension=64)
+    stored = LocalStore(saved).read(expect_embedder="hash:64", expect_dimension=64)
     assert stored.generation == "gen-000001" and len(stored.documents) == 3
     with pytest.raises(IndexMismatchError, match=r"'hash:64', but 'minilm' was requested"):
-        load_index(saved, expect_embedder="minilm")
+        LocalStore(saved).read(expect_embedder="minilm")
     with pytest.raises(IndexMismatchError, match=r"dimension 64, the embedder produces 384"):
-        load_index(saved, expect_dimension=384)
+        LocalStore(saved).read(expect_dimension=384)
 
 
 # --- vector index ------------------------------------------------------------------------

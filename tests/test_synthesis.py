@@ -1,4 +1,4 @@
-"""Tests for proxy_pointer.synthesis: backends against local fake servers, prompt, citations."""
+"""Tests for proxy_pointer.llm backends (against local stand-in servers) and synthesis."""
 
 from __future__ import annotations
 
@@ -13,20 +13,22 @@ from hypothesis import strategies as st
 from openai_server import FakeOpenAIServer, Reply
 
 from proxy_pointer.errors import ConfigError, LLMError
-from proxy_pointer.retrieval import Section
-from proxy_pointer.synthesis import (
-    ENABLE_SYNTHESIS_HINT,
+from proxy_pointer.llm import (
     LLM,
-    NOT_IN_SECTIONS,
-    NOTHING_RETRIEVED,
-    Citation,
     GeminiLLM,
     LLMReply,
     OpenAICompatibleLLM,
-    build_prompt,
-    check_citation,
     llm_from_env,
     make_llm,
+)
+from proxy_pointer.retrieval import Section
+from proxy_pointer.synthesis import (
+    ENABLE_SYNTHESIS_HINT,
+    NOT_IN_SECTIONS,
+    NOTHING_RETRIEVED,
+    Citation,
+    build_prompt,
+    check_citation,
     parse_citations,
     synthesize,
 )
@@ -178,7 +180,7 @@ def test_gemini_key_sources(gemini, monkeypatch):
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
     GeminiLLM(base_url=gemini.base_url).generate("q")
     monkeypatch.setenv("GEMINI_API_KEY", "gemini-key")  # preferred over GOOGLE_API_KEY
-    with pytest.raises(LLMError, match="key was rejected"):
+    with pytest.raises(LLMError, match="rejected the API key"):
         GeminiLLM(base_url=gemini.base_url, max_retries=0).generate("q")
     assert [r.api_key for r in gemini.requests] == ["test-key", "gemini-key"]
 
@@ -213,8 +215,8 @@ def test_gemini_gives_up_after_max_retries(gemini):
 @pytest.mark.parametrize(
     ("reply", "match"),
     [
-        (error_reply(403, "Permission denied"), "API key was rejected.*403"),
-        (error_reply(401, "unauthenticated"), "API key was rejected.*401"),
+        (error_reply(403, "Permission denied"), "rejected the API key.*403"),
+        (error_reply(401, "unauthenticated"), "rejected the API key.*401"),
         (error_reply(400, "Invalid JSON payload"), "request was invalid.*400.*Invalid JSON"),
         (error_reply(404, "models/x is not found"), "not found.*404"),
     ],
@@ -231,7 +233,7 @@ def test_gemini_fatal_errors_are_not_retried(gemini, reply, match):
 def test_gemini_bad_key(gemini):
     # The real service answers 400 API_KEY_INVALID, not 401/403, for a wrong key.
     sleeps = Sleeps()
-    with pytest.raises(LLMError, match=r"API key was rejected.*400.*Check GEMINI_API_KEY"):
+    with pytest.raises(LLMError, match=r"rejected the API key.*400.*Check GEMINI_API_KEY"):
         gemini_llm(gemini, sleeps, api_key="wrong").generate("q")
     assert len(gemini.requests) == 1 and sleeps == []
 
@@ -249,7 +251,7 @@ def test_gemini_network_errors_are_retried(gemini):
     assert gemini_llm(gemini, sleeps).generate("q").text == "OK"
     assert len(gemini.requests) == 2 and len(sleeps) == 1
 
-    with pytest.raises(LLMError, match="network error"):
+    with pytest.raises(LLMError, match="cannot reach Gemini"):
         GeminiLLM(api_key="k", base_url=closed_port_url(), max_retries=1, sleep=Sleeps()).generate(
             "q"
         )

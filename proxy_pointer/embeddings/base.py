@@ -1,0 +1,65 @@
+"""The embedder protocol and the checks every backend shares.
+
+Every backend satisfies :class:`Embedder`, so the store and retrieval never know which one
+they hold. Vectors are float32 with unit L2 norm, so inner product is cosine similarity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Embedder", "as_text_list", "normalize_rows"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the index needs from an embedding backend.
+
+    ``model_id`` is stable across processes and names model and output size, so an index can
+    refuse a query embedder that differs from the one that built it. Both methods return
+    float32 vectors of length ``dimension`` with unit L2 norm, so inner product is cosine.
+    """
+
+    @property
+    def model_id(self) -> str:
+        """Stable name of model and output size, e.g. ``"hash:256"``."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed passages; returns an ``(len(texts), dimension)`` float32 array."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one search query; returns a ``(dimension,)`` float32 array."""
+        ...
+
+
+def as_text_list(texts: Sequence[str]) -> list[str]:
+    """``texts`` as a list, refusing a bare string and non-strings with ``TypeError``."""
+    # A bare string is a Sequence[str] too; embedding it letter by letter is never meant.
+    if isinstance(texts, str):
+        raise TypeError("embed_documents() takes a sequence of strings, not one string")
+    out = list(texts)
+    for t in out:
+        if not isinstance(t, str):
+            raise TypeError(f"embed_documents() takes strings, got {type(t).__name__}")
+    return out
+
+
+def normalize_rows(mat: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm, as C-contiguous float32; all-zero rows stay zero."""
+    mat = np.ascontiguousarray(mat, dtype=np.float32)
+    if mat.size == 0:
+        return mat
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    np.maximum(norms, np.float32(1e-12), out=norms)
+    return np.ascontiguousarray(mat / norms, dtype=np.float32)
+

