@@ -57,7 +57,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from proxy_pointer.embeddings import CachedEmbedder, Embedder, make_embedder  # noqa: E402
 from proxy_pointer.index import Index  # noqa: E402
-from proxy_pointer.store import VectorIndexConfig, current_generation  # noqa: E402
+from proxy_pointer.stores import current_generation  # noqa: E402
+from proxy_pointer.vectors import VectorIndexConfig  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -167,7 +168,6 @@ def replicate(base: Index, times: int, jitter: float) -> Index:
     original), so the index holds distinct vectors: with exact duplicates FAISS's HNSW
     graph falls apart (see the module docstring) and recall would measure that instead.
     """
-    idx = Index(embedder=base.embedder, chunk_config=base.chunk_config)
     docs, texts, chunks = {}, {}, []
     n, d = base.vectors.shape
     parts = [base.vectors]
@@ -181,10 +181,9 @@ def replicate(base: Index, times: int, jitter: float) -> Index:
             docs[prefix + doc_id] = dataclasses.replace(rec, doc_id=prefix + doc_id)
             texts[prefix + doc_id] = base.text(doc_id)
         chunks.extend(dataclasses.replace(c, doc_id=prefix + c.doc_id) for c in base.chunks)
-    idx.documents, idx._texts, idx._chunks = docs, texts, chunks
-    idx._vectors = np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
-    idx._invalidate()
-    return idx
+    return Index.from_parts(documents=docs, texts=texts, chunks=chunks,
+                            vectors=np.concatenate(parts), embedder=base.embedder,
+                            chunk_config=base.chunk_config)
 
 
 def recall_at_10(vectors: np.ndarray, exact: list[np.ndarray], approx: list[np.ndarray],
@@ -254,7 +253,6 @@ def measure(idx: Index, label: str, questions: list[str], qvecs: np.ndarray, wor
         shutil.rmtree(target)
     for kind in ("flat", "hnsw"):
         idx.vector_config = VectorIndexConfig(kind=kind)
-        idx._invalidate()
         t = time.perf_counter()
         vi = idx.vector_index
         build = time.perf_counter() - t

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = make_embedder(args.embedder, None if args.no_cache else args.cache_dir)
     llm = None
     if args.answers:
-        from proxy_pointer.synthesis import llm_from_env
+        from proxy_pointer.llm import llm_from_env
 
         llm = llm_from_env()
         if llm is None:

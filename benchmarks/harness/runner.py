@@ -49,7 +49,7 @@ def run_benchmark(dataset: Dataset, *, methods: list[str], scopes: list[str],
                   details: list[dict] | None = None) -> dict:
     """Benchmark ``methods`` on ``dataset``; returns the results dict the report writes.
 
-    ``embedder`` is shared by every embedding method. ``llm`` (a proxy_pointer.synthesis LLM)
+    ``embedder`` is shared by every embedding method. ``llm`` (a proxy_pointer.llm LLM)
     turns on answer quality at ``answer_budget`` (default: the largest budget). When
     ``details`` is a list, one row per question, method, scope and budget is appended to it.
     Raises ValueError for an unknown scope or method.
