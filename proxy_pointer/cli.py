@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("--exclude", action="append", default=[], metavar="GLOB")
     i.add_argument("--prune", action="store_true", help="remove documents whose files are gone")
     i.add_argument("--embedder", default=None,
-                   help="minilm (default), st:<model>, gemini:<model>[:dim], hash[:dim]")
+                   help="minilm (default), fast, st:<model>, gemini:<model>[:dim], hash[:dim]")
     i.add_argument("--chunking", choices=["tokens", "chars"], default="tokens",
                    help="token-sized chunks fitted to the embedder (default) or 2000/200 chars")
     i.add_argument("--approximate", action="store_true", help="HNSW instead of exact search")

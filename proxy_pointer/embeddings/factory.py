@@ -11,6 +11,7 @@ from .base import Embedder
 from .gemini import GeminiEmbedder
 from .hashing import HashEmbedder
 from .sentence_transformers import SentenceTransformerEmbedder
+from .static import FAST_MODEL_ID, StaticEmbedder
 
 __all__ = ["default_embedder", "embedder_from_id", "make_embedder"]
 
@@ -22,7 +23,8 @@ def default_embedder() -> SentenceTransformerEmbedder:
 
 
 _SPEC_HELP = (
-    "use 'minilm' (or 'default'), 'st:<model name or path>', "
+    "use 'minilm' (or 'default'), 'fast', 'static:<model2vec folder>', "
+    "'st:<model name or path>', "
     "'gemini[:<model>[:<dimension>]]' or 'hash[:<dimension>]'"
 )
 
@@ -36,7 +38,9 @@ def _parse_dimension(value: str, spec: str) -> int:
 def make_embedder(spec: str) -> Embedder:
     """Build an embedder from a config string; also accepts any embedder's ``model_id``.
 
-    ``"minilm"`` / ``"default"`` - bundled all-MiniLM-L6-v2; ``"st:<name-or-path>"`` (or
+    ``"minilm"`` / ``"default"`` - bundled all-MiniLM-L6-v2; ``"fast"`` - a static model
+    distilled from it (:class:`StaticEmbedder`, ``"static:<folder>"`` for another model2vec
+    model); ``"st:<name-or-path>"`` (or
     ``"sentence-transformers:..."``) - another sentence-transformers model;
     ``"gemini"`` / ``"gemini:<model>"`` / ``"gemini:<model>:<dim>"`` - :class:`GeminiEmbedder`
     (default ``gemini-embedding-001`` at 768 dimensions); ``"hash"`` / ``"hash:<dim>"`` -
@@ -56,6 +60,12 @@ def make_embedder(spec: str) -> Embedder:
         if not rest:
             raise ConfigError(f"embedder {spec!r} names no model; {_SPEC_HELP}")
         return SentenceTransformerEmbedder(rest)
+    if kind == "fast" and rest in ("", FAST_MODEL_ID.split(":", 1)[1]):
+        return StaticEmbedder()
+    if kind == "static":
+        if not rest:
+            raise ConfigError(f"embedder {spec!r} names no model folder; {_SPEC_HELP}")
+        return StaticEmbedder(rest)
     if kind == "hash":
         return HashEmbedder(_parse_dimension(rest, spec) if rest else 256)
     if kind == "gemini":
@@ -77,7 +87,7 @@ def embedder_from_id(model_id: str) -> Embedder:
     64
     """
     kind = model_id.partition(":")[0]
-    if kind not in ("sentence-transformers", "hash", "gemini"):
+    if kind not in ("sentence-transformers", "hash", "gemini", "fast", "static"):
         raise ConfigError(f"unknown embedder id {model_id!r}")
     embedder = make_embedder(model_id)
     if embedder.model_id != model_id:

