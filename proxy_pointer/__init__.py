@@ -47,6 +47,7 @@ _LAZY = {
     "Embedder": "embeddings",
     "GeminiEmbedder": "embeddings",
     "HashEmbedder": "embeddings",
+    "OnnxEmbedder": "embeddings",
     "SentenceTransformerEmbedder": "embeddings",
     "make_embedder": "embeddings",
     "Index": "index",
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
         Embedder,
         GeminiEmbedder,
         HashEmbedder,
+        OnnxEmbedder,
         SentenceTransformerEmbedder,
         make_embedder,
     )
@@ -139,6 +141,7 @@ __all__ = [
     "Manifest",
     "Node",
     "NoiseConfig",
+    "OnnxEmbedder",
     "OpenAICompatibleLLM",
     "ProxyPointerError",
     "Retrieval",

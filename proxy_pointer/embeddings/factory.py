@@ -10,6 +10,7 @@ from ..errors import ConfigError
 from .base import Embedder
 from .gemini import GeminiEmbedder
 from .hashing import HashEmbedder
+from .onnx import OnnxEmbedder
 from .sentence_transformers import SentenceTransformerEmbedder
 from .static import FAST_MODEL_ID, StaticEmbedder
 
@@ -23,7 +24,8 @@ def default_embedder() -> SentenceTransformerEmbedder:
 
 
 _SPEC_HELP = (
-    "use 'minilm' (or 'default'), 'fast', 'static:<model2vec folder>', "
+    "use 'minilm' (or 'default'), 'minilm-int8', 'minilm-torch', 'fast', "
+    "'static:<model2vec folder>', "
     "'st:<model name or path>', "
     "'gemini[:<model>[:<dimension>]]' or 'hash[:<dimension>]'"
 )
@@ -38,9 +40,11 @@ def _parse_dimension(value: str, spec: str) -> int:
 def make_embedder(spec: str) -> Embedder:
     """Build an embedder from a config string; also accepts any embedder's ``model_id``.
 
-    ``"minilm"`` / ``"default"`` - bundled all-MiniLM-L6-v2; ``"fast"`` - a static model
-    distilled from it (:class:`StaticEmbedder`, ``"static:<folder>"`` for another model2vec
-    model); ``"st:<name-or-path>"`` (or
+    ``"minilm"`` / ``"default"`` - bundled all-MiniLM-L6-v2 (ONNX Runtime, PyTorch as a
+    fallback; ``"minilm-torch"`` forces PyTorch, same vectors); ``"minilm-int8"`` - the same
+    model with int8 weights (:class:`OnnxEmbedder`, its own ``model_id``); ``"fast"`` - a
+    static model distilled from it (:class:`StaticEmbedder`, ``"static:<folder>"`` for another
+    model2vec model); ``"st:<name-or-path>"`` (or
     ``"sentence-transformers:..."``) - another sentence-transformers model;
     ``"gemini"`` / ``"gemini:<model>"`` / ``"gemini:<model>:<dim>"`` - :class:`GeminiEmbedder`
     (default ``gemini-embedding-001`` at 768 dimensions); ``"hash"`` / ``"hash:<dim>"`` -
@@ -56,6 +60,15 @@ def make_embedder(spec: str) -> Embedder:
     kind = kind.lower()
     if kind in ("minilm", "default") and not rest:
         return SentenceTransformerEmbedder()
+    if kind == "minilm-torch" and not rest:
+        return SentenceTransformerEmbedder(backend="torch")
+    if (kind == "minilm-int8" and not rest) or (
+            kind == "onnx-int8" and rest == "all-MiniLM-L6-v2"):
+        return OnnxEmbedder(quantize="int8")
+    if kind == "onnx-int8":
+        if not rest:
+            raise ConfigError(f"embedder {spec!r} names no model folder; {_SPEC_HELP}")
+        return OnnxEmbedder(rest, quantize="int8")
     if kind in ("st", "sentence-transformers"):
         if not rest:
             raise ConfigError(f"embedder {spec!r} names no model; {_SPEC_HELP}")
@@ -87,7 +100,7 @@ def embedder_from_id(model_id: str) -> Embedder:
     64
     """
     kind = model_id.partition(":")[0]
-    if kind not in ("sentence-transformers", "hash", "gemini", "fast", "static"):
+    if kind not in ("sentence-transformers", "hash", "gemini", "fast", "static", "onnx-int8"):
         raise ConfigError(f"unknown embedder id {model_id!r}")
     embedder = make_embedder(model_id)
     if embedder.model_id != model_id:

@@ -1,0 +1,298 @@
+"""MiniLM on ONNX Runtime: the default embedder's fast path, and an int8 option.
+
+The bundled all-MiniLM-L6-v2 (or any local sentence-transformers folder with a BERT-style
+transformer and mean pooling) is exported once with ``torch.onnx`` into the user cache
+folder, fused with ONNX Runtime's transformer optimizer, and run by ONNX Runtime with the
+texts sorted by length into small batches (so little padding is embedded).
+
+- ``quantize=None`` gives the same vectors as PyTorch up to float noise (max abs difference
+  ~2e-7, measured), so it keeps the PyTorch model's ``model_id``: indexes and embedding caches
+  made by either backend are interchangeable. It is ~1.4x PyTorch on two cores.
+- ``quantize="int8"`` (per-channel dynamic int8 weights) is ~2.5x PyTorch but moves vectors
+  (mean cosine ~0.994 to fp32), so it has its own ``model_id`` and an index built with it
+  refuses other embedders. Quality: ``benchmarks/results/ingest.md``.
+
+Export is written beside its final place and renamed into it, so a killed export leaves
+nothing half-written; a cached file that does not load is exported again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import defaults
+from ..errors import ConfigError, EmbeddingError
+from .base import as_text_list, normalize_rows
+
+__all__ = ["OnnxEmbedder", "onnx_available"]
+
+#: Bump when the export or optimisation recipe changes, so an old file is not reused.
+_RECIPE = "v1"
+_QUANTIZE = (None, "int8")
+
+
+def onnx_available() -> bool:
+    """Whether ONNX Runtime can be imported (it is a core dependency; this guards odd
+    installs, where the default embedder falls back to PyTorch)."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EmbeddingError(f"{path}: cannot read model config ({exc})") from exc
+    if not isinstance(data, dict):
+        raise EmbeddingError(f"{path}: model config is not a JSON object")
+    return data
+
+
+def _check_layout(folder: Path) -> int:
+    """Max sequence length of a Transformer -> mean Pooling [-> Normalize] folder."""
+    modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+    if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
+        raise EmbeddingError(f"{folder}: ONNX backend supports Transformer -> Pooling "
+                             f"[-> Normalize] models, this one has {kinds}")
+    pooling = _read_json(folder / modules[1].get("path", "") / "config.json")
+    if not pooling.get("pooling_mode_mean_tokens") or sum(
+            bool(v) for k, v in pooling.items() if k.startswith("pooling_mode_")) != 1:
+        raise EmbeddingError(f"{folder}: ONNX backend supports mean pooling only")
+    st_config = folder / "sentence_bert_config.json"
+    length = _read_json(st_config).get("max_seq_length") if st_config.is_file() else None
+    return int(length or 512)
+
+
+def _display_name(folder: Path, bundled: bool) -> str:
+    return "all-MiniLM-L6-v2" if bundled else folder.name
+
+
+def _fingerprint(folder: Path, quantize: str | None) -> str:
+    """Cache key: the weights' size and mtime, the torch and ONNX Runtime versions, recipe."""
+    import onnxruntime
+    import torch
+
+    weights = sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
+    parts = [str(folder.resolve()), _RECIPE, str(quantize), torch.__version__,
+             onnxruntime.__version__]
+    for w in weights:
+        st = w.stat()
+        parts.append(f"{w.name}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _export(folder: Path, target: Path, quantize: str | None) -> None:
+    """Export ``folder``'s transformer to ``target`` (optimised, optionally int8)."""
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    from .sentence_transformers import quiet_weight_loading
+
+    config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    with quiet_weight_loading():
+        model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids")
+             if n in tokenizer.model_input_names]
+
+    class _Hidden(torch.nn.Module):
+        # Keyword call: transformers 5 reordered BertModel.forward's positional arguments.
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+
+        def forward(self, *inputs: Any) -> Any:
+            return self.inner(**dict(zip(names, inputs, strict=True))).last_hidden_state
+
+    sample = tokenizer(["proxy pointer", "structural retrieval of sections"], padding=True,
+                       return_tensors="pt")
+    raw = target.with_name(target.name + ".raw")
+    axes = {n: {0: "batch", 1: "sequence"} for n in [*names, "last_hidden_state"]}
+    import warnings
+
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_Hidden(), tuple(sample[n] for n in names), str(raw),
+                          input_names=names, output_names=["last_hidden_state"],
+                          dynamic_axes=axes, opset_version=17, dynamo=False)
+    try:
+        if quantize == "int8":
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            # Per-channel weights on the unfused graph kept cosine ~0.994 to fp32; the
+            # per-tensor default dropped to ~0.94.
+            quantize_dynamic(str(raw), str(target), per_channel=True,
+                             weight_type=QuantType.QInt8)
+        else:
+            try:
+                from onnxruntime.transformers import optimizer
+            except ImportError:  # the fusion tool needs the onnx package; run unfused
+                os.replace(raw, target)
+                return
+            fused = optimizer.optimize_model(
+                str(raw), model_type="bert", num_heads=int(config.num_attention_heads),
+                hidden_size=int(config.hidden_size))
+            fused.save_model_to_file(str(target))
+    finally:
+        raw.unlink(missing_ok=True)
+
+
+class OnnxEmbedder:
+    """A sentence-transformers folder run by ONNX Runtime; by default the bundled MiniLM.
+
+    ``model``: None for the bundled all-MiniLM-L6-v2, or a local sentence-transformers folder
+    (Transformer -> mean Pooling [-> Normalize]). ``quantize``: None (fp32, the PyTorch
+    model's ``model_id``) or ``"int8"``. ``batch_size``: texts per run after sorting by length
+    (8 measured best on two cores). The model is exported on first use into ``cache_dir``
+    (default: the user cache folder), with a one-line notice on stderr.
+
+    Raises :class:`EmbeddingError` when the model cannot be exported or loaded, and
+    :class:`ConfigError` on bad arguments.
+    """
+
+    def __init__(self, model: str | os.PathLike[str] | None = None, *,
+                 quantize: str | None = None, batch_size: int = 8,
+                 cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False) -> None:
+        if quantize not in _QUANTIZE:
+            raise ConfigError(f"quantize must be one of {_QUANTIZE}, got {quantize!r}")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self._folder = Path(model).expanduser() if model is not None else None
+        self.quantize = quantize
+        self.batch_size = batch_size
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._quiet = quiet
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._inputs: list[str] = []
+        self._lock = threading.Lock()
+        name = "all-MiniLM-L6-v2" if model is None else os.fspath(model)
+        self.model_id = (f"sentence-transformers:{name}" if quantize is None
+                         else f"onnx-int8:{name}")
+        self.dimension = 384 if model is None else self._hidden_size()
+
+    def __repr__(self) -> str:
+        return f"OnnxEmbedder({self.model_id!r})"
+
+    def _source(self) -> Path:
+        if self._folder is not None:
+            if not (self._folder / "modules.json").is_file():
+                raise EmbeddingError(f"{self._folder}: not a sentence-transformers model folder")
+            return self._folder
+        from .sentence_transformers import bundled_model_path
+
+        return bundled_model_path()
+
+    def _hidden_size(self) -> int:
+        config = _read_json(self._source() / "config.json")
+        return int(config.get("hidden_size", 0)) or 384
+
+    def model_file(self) -> Path:
+        """Path of the exported ONNX file, exporting it first if it is not cached."""
+        folder = self._source()
+        root = self._cache_dir or defaults.cache_dir()
+        suffix = "int8" if self.quantize else "fp32"
+        name = _display_name(folder, self._folder is None)
+        key = _fingerprint(folder, self.quantize)
+        target = root / "models" / f"onnx-{name}-{suffix}-{key}.onnx"
+        if target.is_file():
+            return target
+        if not self._quiet:
+            print(f"proxy-pointer: exporting {name} to ONNX ({suffix}) into {target.parent}"
+                  " (once, about 10-30 s, offline)", file=sys.stderr)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+        try:
+            _export(folder, tmp, self.quantize)
+            os.replace(tmp, target)
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"exporting {folder} to ONNX failed: {exc}") from exc
+        finally:
+            tmp.unlink(missing_ok=True)
+        return target
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        folder = self._source()
+        max_length = _check_layout(folder)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbeddingError("the ONNX backend needs onnxruntime: pip install onnxruntime"
+                                 ) from exc
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        # The bundled tokenizer.json pads and truncates to a fixed 128; sentence-transformers
+        # truncates at max_seq_length (256) and pads to the longest text in the batch.
+        tokenizer.enable_truncation(max_length=max_length)
+        pad = tokenizer.padding or {}
+        tokenizer.enable_padding(pad_id=int(pad.get("pad_id", 0)),
+                                 pad_token=str(pad.get("pad_token", "[PAD]")))
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        path = self.model_file()
+        try:
+            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception:
+            # A cached file that does not load (truncated by a full disk, say): export again.
+            path.unlink(missing_ok=True)
+            try:
+                session = ort.InferenceSession(str(self.model_file()), options,
+                                               providers=["CPUExecutionProvider"])
+            except Exception as exc:
+                raise EmbeddingError(f"cannot load ONNX model {path}: {exc}") from exc
+        self._inputs = [i.name for i in session.get_inputs()]
+        self._tokenizer = tokenizer
+        self._session = session
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm float32 vectors, shape ``(len(texts), dimension)``, in input order."""
+        items = as_text_list(texts)
+        out = np.zeros((len(items), self.dimension), np.float32)
+        if not items:
+            return out
+        with self._lock:
+            self._load()
+            order = np.argsort([-len(t) for t in items], kind="stable")
+            for start in range(0, len(items), self.batch_size):
+                rows = order[start:start + self.batch_size]
+                out[rows] = self._run([items[i] for i in rows])
+        return normalize_rows(out)
+
+    def _run(self, batch: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(batch)
+        arrays = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        try:
+            hidden = self._session.run(None, {n: arrays[n] for n in self._inputs})[0]
+        except Exception as exc:
+            raise EmbeddingError(f"embedding with {self.model_id} failed: {exc}") from exc
+        mask = arrays["attention_mask"][..., None].astype(np.float32)
+        return (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Vector of one query; this model embeds queries and passages alike."""
+        if not isinstance(text, str):
+            raise TypeError(f"embed_query() takes a string, got {type(text).__name__}")
+        return self.embed_documents([text])[0]
