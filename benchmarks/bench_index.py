@@ -129,7 +129,8 @@ def throughput(args: argparse.Namespace, emb: CachedEmbedder, work: Path
         computed, cached = emb.misses - misses0, emb.hits - hits0
         parts = {"tree": tm["tree"], "chunking": tm["chunking"], "embedding": tm["embedding"],
                  "index": tm["index"], "write": write}
-        parts["other"] = wall - sum(parts.values())
+        # tree/chunking are summed over parse workers, so they can overlap embedding.
+        parts["other"] = max(0.0, wall - sum(parts.values()))
         row = {
             "corpus": name, "documents": len(idx), "chunks": rep.chunks,
             "bytes": sum(r.size for r in idx.documents.values()),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
-    from .index import Index
+    from .index import Index, IngestProgress
     from .retrieval import Retrieval, RetrievalConfig
 
 from . import defaults
@@ -171,15 +171,21 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 
 class _Bar:
+    """Indexing progress on stderr: bytes read (with MB/s and an ETA), documents, chunks."""
+
     def __init__(self) -> None:
         from tqdm import tqdm
 
-        self._bar = tqdm(total=0, unit="chunk", desc="embedding", file=sys.stderr, leave=False)
+        self._bar = tqdm(total=0, unit="B", unit_scale=True, desc="indexing",
+                         file=sys.stderr, leave=False)
 
-    def __call__(self, done: int, total: int) -> None:
-        self._bar.total = total
-        self._bar.n = done
-        self._bar.refresh()
+    def __call__(self, event: IngestProgress) -> None:
+        self._bar.total = event.bytes_total
+        self._bar.set_postfix_str(
+            f"docs {event.documents_done}/{event.documents_total}, "
+            f"chunks {event.chunks_done} ({event.chunks_embedded} embedded)", refresh=False)
+        # update(), not assigning n: tqdm's rate and ETA follow the increments.
+        self._bar.update(event.bytes_done - self._bar.n)
 
     def close(self) -> None:
         self._bar.close()

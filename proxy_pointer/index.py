@@ -14,7 +14,6 @@ chunks are reused, and the embedding cache makes repeats free across indexes).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,14 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .chunking import CHUNKER_VERSION, Chunk, ChunkConfig, chunk_text, chunk_tree
-from .documents import DEFAULT_INCLUDE, discover, document_kind, read_document
+from .chunking import CHUNKER_VERSION, Chunk, ChunkConfig
+from .documents import DEFAULT_INCLUDE, discover
 from .embeddings import Embedder, make_embedder
-from .errors import ConfigError, DocumentError
+from .errors import ConfigError
+from .ingest import DEFAULT_BATCH_BYTES, IngestProgress, Source, ingest
 from .lexical import LexicalIndex
 from .stores import DocumentRecord, EmbedderInfo, IndexData, Manifest, Store, open_store
 from .tokens import count_tokens_batch
-from .tree import Tree, build_tree, split_lines
+from .tree import Tree, build_tree
 from .vectors import VectorIndex, VectorIndexConfig
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .retrieval import Retrieval, RetrievalConfig
     from .synthesis import Answer
 
-__all__ = ["Index", "UpdateReport", "update_directory"]
+__all__ = ["Index", "IngestProgress", "UpdateReport", "update_directory"]
 
 
 def _library_version() -> str:
@@ -52,7 +52,13 @@ def _library_version() -> str:
 
 @dataclass(frozen=True)
 class UpdateReport:
-    """What one build or update did. ``embedded`` counts texts sent to the embedder."""
+    """What one build or update did. ``embedded`` counts texts sent to the embedder.
+
+    ``timings``: seconds spent on ``tree`` (and line token counts) and ``chunking`` (summed
+    over worker processes when parsing ran in a pool, so they can exceed the wall time),
+    ``embedding``, ``waiting`` (the embedder idle, waiting for parsed batches), ``index``
+    (assembling the new contents) and, for :func:`update_directory`, ``write``.
+    """
 
     added: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
@@ -72,10 +78,6 @@ class UpdateReport:
             f"{len(self.skipped)} skipped; {self.chunks} chunks "
             f"({self.embedded} embedded) in {self.seconds:.1f}s"
         )
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class Index:
@@ -120,10 +122,14 @@ class Index:
     @classmethod
     def build(cls, paths: Iterable[str | os.PathLike[str]], *, root: str | None = None,
               include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
-              progress: Callable[[int, int], None] | None = None, **kwargs: Any) -> Index:
-        """Index the files under ``paths`` (see :func:`~.documents.discover`)."""
+              progress: Callable[[IngestProgress], None] | None = None,
+              batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
+              **kwargs: Any) -> Index:
+        """Index the files under ``paths`` (see :func:`~.documents.discover` and
+        :meth:`update`); other keywords go to the constructor."""
         idx = cls(**kwargs)
-        idx.update(paths, root=root, include=include, exclude=exclude, progress=progress)
+        idx.update(paths, root=root, include=include, exclude=exclude, progress=progress,
+                   batch_bytes=batch_bytes, workers=workers)
         return idx
 
     @classmethod
@@ -303,19 +309,20 @@ class Index:
     def add_text(self, doc_id: str, text: str, *, source_path: str = "",
                  kind: str | None = None) -> bool:
         """Add or replace one document from memory; returns ``False`` if it was unchanged."""
-        report = self._apply({doc_id: (text, source_path or doc_id, kind)}, remove=())
+        report = self._apply([Source(doc_id, source_path or doc_id, kind, text)], remove=())
         return bool(report.added or report.updated)
 
     def remove(self, doc_ids: Iterable[str]) -> list[str]:
         """Remove documents by id; returns the ids that were present."""
         gone = [d for d in doc_ids if d in self.documents]
         if gone:
-            self._apply({}, remove=gone)
+            self._apply([], remove=gone)
         return gone
 
     def update(self, paths: Iterable[str | os.PathLike[str]], *, root: str | None = None,
                include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
-               prune: bool = False, progress: Callable[[int, int], None] | None = None
+               prune: bool = False, progress: Callable[[IngestProgress], None] | None = None,
+               batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None
                ) -> UpdateReport:
         """Bring the index up to date with the files under ``paths``.
 
@@ -324,136 +331,83 @@ class Index:
         ``paths`` are removed. A file that cannot be read is skipped and reported in
         ``UpdateReport.skipped``; the rest is indexed. Nothing changes if embedding fails.
         An index whose chunks were made by another chunker version is re-chunked whole.
+
+        Files stream through in batches of about ``batch_bytes`` of text, parsed by
+        ``workers`` processes while this one embeds (see :func:`~.ingest.ingest`; ``None``
+        picks a count from the CPUs, ``0`` parses here). ``progress`` is called with an
+        :class:`~.ingest.IngestProgress` as the work advances.
         """
         t0 = time.perf_counter()
-        sources = discover(paths, root=root, include=include, exclude=exclude)
-        loaded: dict[str, tuple[str, str, str | None]] = {}
-        skipped: list[str] = []
-        for src in sources:
-            try:
-                text = read_document(src.path, encoding=self.encoding)
-            except DocumentError as e:
-                skipped.append(str(e))
-                continue
-            except OSError as e:
-                skipped.append(f"{src.path}: {e.strerror or e}")
-                continue
-            loaded[src.doc_id] = (text, str(src.path), None)
+        found = discover(paths, root=root, include=include, exclude=exclude)
         remove: list[str] = []
         if prune:
-            present = {s.doc_id for s in sources}
+            present = {s.doc_id for s in found}
             remove = [d for d in self.documents if d not in present]
-        report = self._apply(loaded, remove=remove, progress=progress)
-        return dataclasses.replace(report, skipped=tuple(skipped),
-                                   seconds=time.perf_counter() - t0)
+        report = self._apply([Source(s.doc_id, str(s.path)) for s in found], remove=remove,
+                             progress=progress, batch_bytes=batch_bytes, workers=workers,
+                             started=t0)
+        return dataclasses.replace(report, seconds=time.perf_counter() - t0)
 
-    def _apply(self, new: dict[str, tuple[str, str, str | None]], *, remove: Sequence[str],
-               progress: Callable[[int, int], None] | None = None) -> UpdateReport:
-        """Chunk and embed ``new`` documents, drop ``remove``; commit only if all succeed."""
-        timings = {"tree": 0.0, "chunking": 0.0, "embedding": 0.0, "index": 0.0}
-        added: list[str] = []
-        updated: list[str] = []
-        unchanged: list[str] = []
+    def _apply(self, sources: list[Source], *, remove: Sequence[str],
+               progress: Callable[[IngestProgress], None] | None = None,
+               batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
+               started: float | None = None) -> UpdateReport:
+        """Chunk and embed ``sources``, drop ``remove``; commit only if all succeed."""
         rechunk = self._chunker_version != CHUNKER_VERSION
         if rechunk:
             # Chunks of another chunker version must not mix with new ones: re-chunk every
-            # stored document (unchanged chunk texts keep their vectors below).
-            for doc_id, rec in self.documents.items():
-                if doc_id not in new and doc_id not in remove:
-                    new = {**new, doc_id: (self._texts[doc_id], rec.source_path, rec.kind)}
-        staged: dict[str, tuple[DocumentRecord, str, list[Chunk]]] = {}
-        for doc_id, (text, source_path, kind) in new.items():
-            digest = _sha256(text)
-            old = self.documents.get(doc_id)
-            if old is not None and old.sha256 == digest and not rechunk:
-                unchanged.append(doc_id)
-                continue
-            kind = kind or document_kind(source_path)
-            t = time.perf_counter()
-            tree = None if kind == "text" else build_tree(
-                text, doc_id=doc_id, recover_headings=self.recover_headings)
-            tt = time.perf_counter()
-            chunks = (chunk_text(text, doc_id, self.chunk_config) if tree is None
-                      else chunk_tree(tree, self.chunk_config, noise_llm=self.noise_llm))
-            timings["tree"] += tt - t
-            timings["chunking"] += time.perf_counter() - tt
-            t = time.perf_counter()
-            lines = tree.lines if tree is not None else split_lines(text)
-            rec = DocumentRecord(
-                doc_id=doc_id, source_path=source_path, size=len(text.encode("utf-8")),
-                sha256=digest, kind=kind, title=tree.title if tree else doc_id,
-                n_chunks=len(chunks), line_tokens=tuple(count_tokens_batch(lines)),
-            )
-            timings["tree"] += time.perf_counter() - t
-            staged[doc_id] = (rec, text, chunks)
-            (updated if old is not None else added).append(doc_id)
-
-        # Reuse vectors of chunks whose embedded text is unchanged; embed the rest.
-        known: dict[str, int] = {}
-        for i, c in enumerate(self._chunks):
-            if c.doc_id in staged:
-                known.setdefault(c.embed_text, i)
-        todo = sorted({c.embed_text for _, _, cs in staged.values() for c in cs
-                       if c.embed_text not in known})
-        t = time.perf_counter()
-        fresh = self._embed(todo, progress)
-        timings["embedding"] += time.perf_counter() - t
-        fresh_row = {text: i for i, text in enumerate(todo)}
+            # stored document (unchanged chunk texts keep their vectors).
+            named = {s.doc_id for s in sources} | set(remove)
+            sources = sources + [Source(d, r.source_path, r.kind, self._texts[d])
+                                 for d, r in self.documents.items() if d not in named]
+        run = ingest(
+            sources, embedder=self.embedder, config=self.chunk_config,
+            recover_headings=self.recover_headings, encoding=self.encoding,
+            noise_llm=self.noise_llm,
+            stored_sha256={} if rechunk else {d: r.sha256 for d, r in self.documents.items()},
+            stored_vectors=self._stored_vectors, batch_bytes=batch_bytes, workers=workers,
+            progress=progress, started=started,
+        )
+        timings = {**run.timings, "index": 0.0}
+        staged = run.staged
 
         t = time.perf_counter()
         drop = set(remove) | set(staged)
         keep_rows = [i for i, c in enumerate(self._chunks) if c.doc_id not in drop]
         new_chunks = [self._chunks[i] for i in keep_rows]
         parts = [self._vectors[keep_rows]] if keep_rows else []
+        # Staged documents in id order, whatever order the batches finished in.
         for doc_id in sorted(staged):
-            _, _, cs = staged[doc_id]
-            if not cs:
-                continue
-            vecs = np.stack([
-                self._vectors[known[c.embed_text]] if c.embed_text in known
-                else fresh[fresh_row[c.embed_text]] for c in cs
-            ])
-            parts.append(vecs)
-            new_chunks.extend(cs)
+            if staged[doc_id].chunks:
+                parts.append(staged[doc_id].vectors)
+                new_chunks.extend(staged[doc_id].chunks)
         vectors = (np.concatenate(parts).astype(np.float32, copy=False) if parts
                    else np.zeros((0, self.embedder.dimension), np.float32))
         if staged or remove:
             # Commit in memory: nothing above mutated the index.
             documents = {d: r for d, r in self.documents.items() if d not in remove}
             texts = {d: x for d, x in self._texts.items() if d not in remove}
-            for doc_id, (rec, text, _) in staged.items():
-                documents[doc_id] = rec
-                texts[doc_id] = text
+            for doc_id, doc in staged.items():
+                documents[doc_id] = doc.record
+                texts[doc_id] = doc.text
+            added = [d for d in staged if d not in self.documents]
+            updated = [d for d in staged if d in self.documents]
             self._replace(documents=documents, texts=texts, chunks=tuple(new_chunks),
                           vectors=vectors)
+        else:
+            added = updated = []
         self._chunker_version = CHUNKER_VERSION
         timings["index"] += time.perf_counter() - t
         return UpdateReport(
             added=tuple(sorted(added)), updated=tuple(sorted(updated)),
-            unchanged=tuple(sorted(unchanged)),
-            removed=tuple(sorted(d for d in remove)), chunks=len(self._chunks),
-            embedded=len(todo), timings=timings,
+            unchanged=tuple(sorted(run.unchanged)), removed=tuple(sorted(remove)),
+            skipped=tuple(run.skipped), chunks=len(self._chunks), embedded=run.embedded,
+            timings=timings,
         )
 
-    def _embed(self, texts: list[str], progress: Callable[[int, int], None] | None
-               ) -> np.ndarray:
-        d = self.embedder.dimension
-        if not texts:
-            return np.zeros((0, d), np.float32)
-        out = []
-        step = 256
-        for start in range(0, len(texts), step):
-            vecs = np.asarray(self.embedder.embed_documents(texts[start:start + step]),
-                              dtype=np.float32)
-            if vecs.shape != (min(step, len(texts) - start), d):
-                raise ConfigError(
-                    f"embedder {self.embedder.model_id} returned shape {vecs.shape}, "
-                    f"expected ({min(step, len(texts) - start)}, {d})"
-                )
-            out.append(vecs)
-            if progress is not None:
-                progress(min(start + step, len(texts)), len(texts))
-        return np.concatenate(out)
+    def _stored_vectors(self, doc_id: str) -> Iterable[tuple[str, np.ndarray]]:
+        """``(embed_text, vector)`` of a stored document's chunks, for reuse on re-chunking."""
+        return ((self._chunks[i].embed_text, self._vectors[i]) for i in self.rows_for([doc_id]))
 
     # --- querying (facades over the retrieval and synthesis layers) ---------------------
     def retrieve(self, question: str, config: RetrievalConfig | None = None,

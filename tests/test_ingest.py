@@ -1,0 +1,226 @@
+"""Tests for proxy_pointer.ingest: streaming batches and the parsing pool give the one-shot
+result, progress events add up, and a run killed mid-way resumes from the embedding cache."""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder
+from proxy_pointer.errors import ConfigError
+from proxy_pointer.index import Index, IngestProgress
+
+REPO = Path(__file__).resolve().parent.parent
+_TOPICS = ["harbor", "orchard", "glacier", "archive", "furnace", "meadow", "quarry", "lantern",
+           "canal", "pottery", "beacon", "vineyard", "saddle", "mill", "observatory", "ferry"]
+
+
+def _doc(i: int) -> str:
+    """A small Markdown paper of three sections whose words depend on ``i``."""
+    a, b = _TOPICS[i % len(_TOPICS)], _TOPICS[(3 * i + 1) % len(_TOPICS)]
+    parts = [f"# Notes on the {a} {i}\n\nAn opening paragraph about the {a} and the {b}.\n"]
+    for j, title in enumerate(["Methods", "Results", "Discussion"]):
+        words = " ".join(f"{_TOPICS[(i + j + k) % len(_TOPICS)]}{(i * 7 + k) % 13}"
+                         for k in range(40))
+        parts.append(f"## {title}\n\nThe {a} study {j} records {words}.\n")
+    return "\n".join(parts)
+
+
+def _write_docs(folder: Path, n: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (folder / f"paper{i:02d}.md").write_text(_doc(i))
+    # Two identical documents: the same chunk texts in different batches are embedded once.
+    (folder / "twin-a.md").write_text(_doc(99))
+    (folder / "twin-b.md").write_text(_doc(99))
+    return folder
+
+
+def _same(a: Index, b: Index) -> None:
+    assert a.chunks == b.chunks
+    np.testing.assert_array_equal(a.vectors, b.vectors)
+    assert a.documents == b.documents
+    assert {d: a.text(d) for d in a.documents} == {d: b.text(d) for d in b.documents}
+
+
+def test_streaming_with_a_pool_equals_one_batch_in_process(tmp_path: Path) -> None:
+    docs = _write_docs(tmp_path / "docs", 10)
+    one = Index(embedder=HashEmbedder(64))
+    rep_one = one.update([docs], batch_bytes=10**9, workers=0)
+    many = Index(embedder=HashEmbedder(64))
+    rep_many = many.update([docs], batch_bytes=2_500, workers=2)
+    _same(one, many)
+    assert rep_many.embedded == rep_one.embedded < len(many.chunks)  # twins embedded once
+    assert rep_many.added == rep_one.added and len(rep_many.added) == 12
+    # Only a pool makes the embedder wait for parsed batches: it did run.
+    assert rep_many.timings["waiting"] > 0 and rep_one.timings["waiting"] == 0
+    assert set(rep_many.timings) >= {"tree", "chunking", "embedding", "index"}
+
+    # An incremental update streams the same way: edited, new, unchanged and pruned files.
+    (docs / "paper03.md").write_text(_doc(3).replace("Discussion", "Conclusions"))
+    (docs / "paper11.md").write_text(_doc(11))
+    (docs / "paper05.md").unlink()
+    rep_one = one.update([docs], prune=True, batch_bytes=10**9, workers=0)
+    rep_many = many.update([docs], prune=True, batch_bytes=2_500, workers=2)
+    _same(one, many)
+    for field in ("added", "updated", "removed", "unchanged", "embedded"):
+        assert getattr(rep_many, field) == getattr(rep_one, field), field
+    assert rep_many.updated == ("paper03.md",) and rep_many.removed == ("paper05.md",)
+    assert 0 < rep_many.embedded < one.documents["paper03.md"].n_chunks + 5
+
+
+def test_progress_events_grow_and_end_at_the_totals(tmp_path: Path) -> None:
+    docs = _write_docs(tmp_path / "docs", 10)
+    (docs / "binary.md").write_bytes(b"# Broken\x00\x00")
+    events: list[IngestProgress] = []
+    idx = Index(embedder=HashEmbedder(32))
+    rep = idx.update([docs], batch_bytes=3_000, workers=0, progress=events.append)
+    assert len(rep.skipped) == 1 and "binary.md" in rep.skipped[0]
+    files = sorted(docs.iterdir())
+    last = events[-1]
+    assert (last.documents_done, last.documents_total) == (len(files), len(files))
+    assert last.bytes_done == last.bytes_total == sum(f.stat().st_size for f in files)
+    assert last.chunks_done == len(idx.chunks) and last.chunks_embedded == rep.embedded
+    assert events[0].documents_done == 0 and len(events) > 4
+    for before, after in itertools.pairwise(events):
+        for name in ("documents_done", "bytes_done", "chunks_done", "chunks_embedded",
+                     "elapsed"):
+            assert getattr(after, name) >= getattr(before, name), name
+        assert after.documents_total == before.documents_total
+        assert after.bytes_total == before.bytes_total
+
+
+def test_bad_batch_settings_are_refused(tmp_path: Path) -> None:
+    docs = _write_docs(tmp_path / "docs", 1)
+    with pytest.raises(ConfigError, match="batch_bytes"):
+        Index(embedder=HashEmbedder(32)).update([docs], batch_bytes=0)
+    with pytest.raises(ConfigError, match="workers"):
+        Index(embedder=HashEmbedder(32)).update([docs], workers=-1)
+
+
+def test_cli_bar_shows_bytes_documents_and_chunks(capsys: pytest.CaptureFixture[str]
+                                                  ) -> None:
+    from proxy_pointer.cli import _Bar
+
+    bar = _Bar()
+    for done in (0, 3):
+        bar(IngestProgress(documents_done=done, documents_total=8, bytes_done=done * 10**6,
+                           bytes_total=8 * 10**6, chunks_done=40 * done,
+                           chunks_embedded=30 * done, elapsed=0.5 * done))
+    line = str(bar._bar)  # what tqdm shows now (it throttles what reaches stderr)
+    bar.close()
+    assert "3.00M/8.00M" in line and "B/s" in line
+    assert "docs 3/8" in line and "chunks 120 (90 embedded)" in line
+    assert "indexing" in capsys.readouterr().err
+
+
+# --- a run killed mid-way resumes from the embedding cache ------------------------------------
+_KILLED_RUN = """
+import sys, time
+from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder
+from proxy_pointer.index import Index
+
+class SlowHashEmbedder(HashEmbedder):
+    def embed_documents(self, texts):
+        time.sleep(0.15)
+        return super().embed_documents(texts)
+
+docs, cache = sys.argv[1], sys.argv[2]
+Index.build([docs], embedder=CachedEmbedder(SlowHashEmbedder(64), cache),
+            batch_bytes=2_000, workers=1)
+print("FINISHED", flush=True)
+"""
+
+
+class CountingHashEmbedder(HashEmbedder):
+    """HashEmbedder(64) that counts the texts it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.texts = 0
+
+    def embed_documents(self, texts):
+        self.texts += len(texts)
+        return super().embed_documents(texts)
+
+
+def _cached_rows(cache: Path) -> int:
+    path = cache / "embeddings.sqlite"
+    if not path.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:  # created but not initialized yet
+        return 0
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and fork")
+def test_sigkilled_build_resumes_from_the_cache(tmp_path: Path) -> None:
+    docs = _write_docs(tmp_path / "docs", 28)
+    cache = tmp_path / "cache"
+    script = tmp_path / "killed_run.py"
+    script.write_text(textwrap.dedent(_KILLED_RUN))
+    proc = subprocess.Popen([sys.executable, str(script), str(docs), str(cache)], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while _cached_rows(cache) == 0:
+            assert proc.poll() is None, "the run ended before anything was cached"
+            assert time.monotonic() < deadline, "nothing was cached in 30 s"
+            time.sleep(0.02)
+        workers = _children(proc.pid)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stdout is not None and "FINISHED" not in proc.stdout.read()
+    proc.stdout.close()
+    # The parsing worker notices its parent is gone and leaves (it would block forever).
+    assert workers
+    deadline = time.monotonic() + 5
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers)
+
+    cached = _cached_rows(cache)
+    inner = CountingHashEmbedder()
+    resumed = Index.build([docs], embedder=CachedEmbedder(inner, cache), workers=0)
+    total = len({c.embed_text for c in resumed.chunks})
+    assert 0 < cached < total, (cached, total)
+    assert inner.texts == total - cached
+    _same(resumed, Index.build([docs], embedder=HashEmbedder(64), workers=0))
