@@ -52,6 +52,7 @@ _LAZY = {
     "make_embedder": "embeddings",
     "Index": "index",
     "UpdateReport": "index",
+    "IngestProgress": "ingest",
     "LexicalIndex": "lexical",
     "LLM": "llm",
     "GeminiLLM": "llm",
@@ -92,6 +93,7 @@ if TYPE_CHECKING:
         make_embedder,
     )
     from .index import Index, UpdateReport
+    from .ingest import IngestProgress
     from .lexical import LexicalIndex
     from .llm import LLM, GeminiLLM, LLMReply, OpenAICompatibleLLM, make_llm
     from .noise import NoiseConfig, classify_noise
@@ -134,6 +136,7 @@ __all__ = [
     "IndexCorruptError",
     "IndexLockedError",
     "IndexMismatchError",
+    "IngestProgress",
     "LLMError",
     "LLMReply",
     "LexicalIndex",

@@ -69,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("--exclude", action="append", default=[], metavar="GLOB")
     i.add_argument("--prune", action="store_true", help="remove documents whose files are gone")
     i.add_argument("--embedder", default=None,
-                   help="minilm (default), fast, st:<model>, gemini:<model>[:dim], hash[:dim]")
+                   help="minilm (default), minilm-int8, fast, st:<model>, gemini:<model>[:dim], "
+                        "hash[:dim]")
     i.add_argument("--chunking", choices=["tokens", "chars"], default="tokens",
                    help="token-sized chunks fitted to the embedder (default) or 2000/200 chars")
     i.add_argument("--approximate", action="store_true", help="HNSW instead of exact search")
@@ -78,6 +79,11 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("--cache-dir", default=None, help="embedding cache (default: user cache)")
     i.add_argument("--lock-timeout", type=float, default=0.0,
                    help="seconds to wait for another writer (default: fail at once)")
+    i.add_argument("--workers", type=int, default=None,
+                   help="processes parsing files while embedding runs (default: up to 4, "
+                        "one per core; 0: parse in this process)")
+    i.add_argument("--batch-mb", type=float, default=None,
+                   help="megabytes of text read, parsed and embedded per batch (default 2)")
     i.add_argument("--quiet", action="store_true")
 
     q = sub.add_parser("query", help="retrieve sections for a question (or a JSONL file)")
@@ -137,6 +143,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     from .chunking import ChunkConfig
     from .documents import DEFAULT_INCLUDE
     from .index import update_directory
+    from .ingest import DEFAULT_BATCH_BYTES
     from .noise import NoiseConfig
     from .stores import open_store
     from .vectors import VectorIndexConfig
@@ -159,7 +166,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
         vector_config=VectorIndexConfig(kind="hnsw") if args.approximate else None,
         recover_headings=args.recover_headings, lock_timeout=args.lock_timeout,
         root=args.root, include=tuple(args.include or DEFAULT_INCLUDE),
-        exclude=tuple(args.exclude), prune=args.prune, progress=bar,
+        exclude=tuple(args.exclude), prune=args.prune, progress=bar, workers=args.workers,
+        batch_bytes=DEFAULT_BATCH_BYTES if args.batch_mb is None else int(args.batch_mb * 1e6),
     )
     if bar is not None:
         bar.close()

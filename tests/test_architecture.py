@@ -21,7 +21,7 @@ PACKAGE = Path(proxy_pointer.__file__).parent
 PUBLIC = {
     "LLM", "Answer", "CachedEmbedder", "Chunk", "ChunkConfig", "Citation", "ConfigError",
     "DocumentError", "DocumentRecord", "Embedder", "EmbeddingError", "GeminiEmbedder",
-    "GeminiLLM", "HashEmbedder", "Index", "IndexCorruptError", "IndexLockedError",
+    "GeminiLLM", "HashEmbedder", "Index", "IngestProgress", "IndexCorruptError", "IndexLockedError",
     "IndexMismatchError", "LLMError", "LLMReply", "LexicalIndex", "LocalStore", "Manifest",
     "Node", "NoiseConfig", "OnnxEmbedder", "OpenAICompatibleLLM", "ProxyPointerError", "Retrieval",
     "RetrievalConfig", "Retriever", "Section", "SentenceTransformerEmbedder", "SourceFile",

@@ -147,3 +147,21 @@ def test_usage_error_exits_2(capsys) -> None:
     with pytest.raises(SystemExit) as e:
         main(["index"])
     assert e.value.code == 2
+
+
+def test_workers_and_batch_size_options(capsys, docs: Path, tmp_path: Path) -> None:
+    """Tiny batches parsed by a pool give the same index as one batch parsed in-process."""
+    code, fields, _ = run_index(capsys, tmp_path / "a", str(docs), "--embedder", "hash:64",
+                                "--workers", "2", "--batch-mb", "0.001")
+    assert code == 0 and int(fields["added"]) == 3
+    code, _, _ = run_index(capsys, tmp_path / "b", str(docs), "--embedder", "hash:64",
+                           "--workers", "0")
+    assert code == 0
+    a, b = Index.load(tmp_path / "a" / "idx"), Index.load(tmp_path / "b" / "idx")
+    assert a.chunks == b.chunks and (a.vectors == b.vectors).all()
+    code, _, err = run_index(capsys, tmp_path / "c", str(docs), "--embedder", "hash:64",
+                             "--workers", "-1")
+    assert code == 1 and "workers must be an integer >= 0" in _error_line(err)
+    code, _, err = run_index(capsys, tmp_path / "c", str(docs), "--embedder", "hash:64",
+                             "--batch-mb", "0")
+    assert code == 1 and "batch_bytes must be a positive integer" in _error_line(err)
