@@ -19,6 +19,8 @@ nothing half-written; a cached file that does not load is exported again.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import importlib.util
 import json
 import os
 import sys
@@ -41,13 +43,9 @@ _QUANTIZE = (None, "int8")
 
 
 def onnx_available() -> bool:
-    """Whether ONNX Runtime can be imported (it is a core dependency; this guards odd
-    installs, where the default embedder falls back to PyTorch)."""
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether ONNX Runtime is installed (it is a core dependency; this guards odd installs,
+    where the default embedder falls back to PyTorch). Looks it up without importing it."""
+    return importlib.util.find_spec("onnxruntime") is not None
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -81,17 +79,25 @@ def _display_name(folder: Path, bundled: bool) -> str:
 
 
 def _fingerprint(folder: Path, quantize: str | None) -> str:
-    """Cache key: the weights' size and mtime, the torch and ONNX Runtime versions, recipe."""
-    import onnxruntime
-    import torch
+    """Cache key: the weights' size and mtime, the torch and ONNX Runtime versions, recipe.
 
+    Versions come from package metadata: importing torch (~1.5 s) only to read its version
+    would slow every process's first embedding, which otherwise never needs torch.
+    """
     weights = sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
-    parts = [str(folder.resolve()), _RECIPE, str(quantize), torch.__version__,
-             onnxruntime.__version__]
+    parts = [str(folder.resolve()), _RECIPE, str(quantize), _version("torch"),
+             _version("onnxruntime")]
     for w in weights:
         st = w.stat()
         parts.append(f"{w.name}:{st.st_size}:{st.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
 
 
 def _export(folder: Path, target: Path, quantize: str | None) -> None:
