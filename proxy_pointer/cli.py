@@ -73,7 +73,9 @@ def _parser() -> argparse.ArgumentParser:
                         "hash[:dim]")
     i.add_argument("--chunking", choices=["tokens", "chars"], default="tokens",
                    help="token-sized chunks fitted to the embedder (default) or 2000/200 chars")
-    i.add_argument("--approximate", action="store_true", help="HNSW instead of exact search")
+    i.add_argument("--approximate", action="store_true",
+                   help="approximate search (memory-mapped IVF) at every size, not only past "
+                   "200k chunks")
     i.add_argument("--recover-headings", action="store_true")
     i.add_argument("--no-noise-filter", action="store_true")
     i.add_argument("--cache-dir", default=None, help="embedding cache (default: user cache)")
@@ -163,7 +165,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     idx, report = update_directory(
         store, args.paths, embedder=embedder, chunk_config=chunk_config,
-        vector_config=VectorIndexConfig(kind="hnsw") if args.approximate else None,
+        vector_config=VectorIndexConfig(kind="ivf") if args.approximate else None,
         recover_headings=args.recover_headings, lock_timeout=args.lock_timeout,
         root=args.root, include=tuple(args.include or DEFAULT_INCLUDE),
         exclude=tuple(args.exclude), prune=args.prune, progress=bar, workers=args.workers,

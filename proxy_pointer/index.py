@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
@@ -28,11 +29,19 @@ from .documents import DEFAULT_INCLUDE, discover
 from .embeddings import Embedder, make_embedder
 from .errors import ConfigError
 from .ingest import DEFAULT_BATCH_BYTES, IngestProgress, Source, ingest
-from .lexical import LexicalIndex
-from .stores import DocumentRecord, EmbedderInfo, IndexData, Manifest, Store, open_store
+from .stores import (
+    DocumentParts,
+    DocumentRecord,
+    EmbedderInfo,
+    Manifest,
+    MemorySegment,
+    SegmentSet,
+    Store,
+    open_store,
+)
 from .tokens import count_tokens_batch
 from .tree import Tree, build_tree
-from .vectors import VectorIndex, VectorIndexConfig
+from .vectors import VectorIndexConfig
 
 if TYPE_CHECKING:
     from .llm import LLM
@@ -40,7 +49,8 @@ if TYPE_CHECKING:
     from .retrieval import Retrieval, RetrievalConfig
     from .synthesis import Answer
 
-__all__ = ["Index", "IngestProgress", "UpdateReport", "update_directory"]
+__all__ = ["ChunkRows", "DocumentTable", "Index", "IngestProgress", "UpdateReport",
+           "update_directory"]
 
 
 def _library_version() -> str:
@@ -80,6 +90,72 @@ class UpdateReport:
         )
 
 
+class DocumentTable(Mapping[str, DocumentRecord]):
+    """The live documents of an index, read from their segments on demand (a Mapping)."""
+
+    def __init__(self, segments: SegmentSet) -> None:
+        self._segments = segments
+
+    def __getitem__(self, doc_id: str) -> DocumentRecord:
+        if doc_id not in self._segments:
+            raise KeyError(doc_id)
+        return self._segments.segment_of(doc_id).record(doc_id)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._segments
+
+    def __iter__(self) -> Iterator[str]:
+        return self._segments.doc_ids()
+
+    def __len__(self) -> int:
+        return self._segments.n_documents()
+
+    def __repr__(self) -> str:
+        return f"DocumentTable({len(self)} documents)"
+
+
+class ChunkRows(Sequence[Chunk]):
+    """The chunk rows of an index (row ``i`` is vector ``i``), read on demand.
+
+    Indexing or slicing reads just those rows; :meth:`at` reads many rows in one pass.
+    Iterating reads them all (fine for thousands, slow for millions).
+    """
+
+    def __init__(self, segments: SegmentSet) -> None:
+        self._segments = segments
+
+    def __len__(self) -> int:
+        return self._segments.n_rows
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return tuple(self.at(range(len(self))[i]))
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(f"chunk row {i} out of range")
+        return self._segments.chunks([i])[0]
+
+    def at(self, rows: Iterable[int]) -> list[Chunk]:
+        """The chunks of ``rows``, in that order."""
+        return self._segments.chunks(np.fromiter(rows, np.int64))
+
+    def __iter__(self) -> Iterator[Chunk]:
+        for lo in range(0, len(self), 4096):
+            yield from self.at(range(lo, min(lo + 4096, len(self))))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (ChunkRows, tuple, list)):
+            return len(self) == len(other) and all(
+                a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ChunkRows({len(self)} rows)"
+
+
 class Index:
     """Chunks of many documents with their vectors and pointers, plus the source copies.
 
@@ -103,17 +179,12 @@ class Index:
         self.recover_headings = recover_headings
         self.encoding = encoding
         self.noise_llm = noise_llm
-        self.documents: dict[str, DocumentRecord] = {}
         self._vector_config = vector_config or VectorIndexConfig()
-        self._texts: dict[str, str] = {}
-        self._trees: dict[str, Tree] = {}
-        self._chunks: tuple[Chunk, ...] = ()
-        self._vectors = np.zeros((0, embedder.dimension), np.float32)
-        self._vindex: VectorIndex | None = None
-        self._lexical: LexicalIndex | None = None
-        self._rows_by_doc: dict[str, np.ndarray] | None = None
-        # Where the current contents were read from or last saved to, for loading the saved
-        # lexical index on demand; None once the contents change in memory.
+        self._segments = SegmentSet([], int(embedder.dimension))
+        self._trees: OrderedDict[str, Tree] = OrderedDict()
+        self._line_tokens: dict[str, tuple[int, ...]] = {}
+        # Where the current contents were read from or last saved to; None once they
+        # change in memory.
         self._origin: tuple[Store, str] | None = None
         self._chunker_version = CHUNKER_VERSION
         self._version = 0
@@ -147,8 +218,14 @@ class Index:
                               f"dimension {idx.embedder.dimension}")
         if set(texts) != set(documents) or {c.doc_id for c in chunks} - set(documents):
             raise ConfigError("documents, texts and chunks name different documents")
-        idx._replace(documents=dict(documents), texts=dict(texts), chunks=tuple(chunks),
-                     vectors=vectors)
+        rows: dict[str, list[int]] = {d: [] for d in documents}
+        for i, c in enumerate(chunks):
+            rows[c.doc_id].append(i)
+        parts = [DocumentParts(documents[d], texts[d], tuple(chunks[i] for i in r),
+                               vectors[r] if r else np.zeros((0, vectors.shape[1]), np.float32))
+                 for d, r in rows.items()]
+        idx._set(SegmentSet([(MemorySegment(parts, idx.embedder.dimension), ())],
+                            idx.embedder.dimension))
         return idx
 
     @classmethod
@@ -160,19 +237,17 @@ class Index:
         dimension or schema) with what was expected and what was found.
         """
         store = open_store(location)
-        data = store.read(
+        opened = store.open(
             expect_embedder=embedder.model_id if embedder is not None else None,
             expect_dimension=embedder.dimension if embedder is not None else None,
         )
-        m = data.manifest
+        m = opened.manifest
         if embedder is None:
             embedder = make_embedder(m.embedder.model_id)
         idx = cls(embedder=embedder, chunk_config=m.chunking, vector_config=m.vector_index,
                   recover_headings=m.recover_headings)
-        idx._replace(documents=dict(data.documents), texts=dict(data.texts),
-                     chunks=tuple(data.chunks), vectors=data.vectors)
-        idx._vindex = data.vector_index
-        idx._origin = (store, data.generation)
+        idx._set(opened.segments)
+        idx._origin = (store, opened.generation)
         idx._chunker_version = m.chunker_version
         return idx
 
@@ -186,8 +261,8 @@ class Index:
             chunker_version=self._chunker_version,
             library_version=_library_version(),
             saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            n_documents=len(self.documents),
-            n_chunks=len(self._chunks),
+            n_documents=self._segments.n_documents(),
+            n_chunks=self._segments.n_rows,
         )
 
     def save(self, location: str | os.PathLike[str] | Store, *,
@@ -203,32 +278,56 @@ class Index:
             return self.save_locked(store)
 
     def save_locked(self, store: Store) -> str:
-        """:meth:`save` for a caller that already holds ``store``'s writer lock."""
-        data = IndexData(
-            manifest=self.manifest(), documents=self.documents, texts=self._texts,
-            chunks=self._chunks, vectors=self._vectors,
-            vector_index=self.vector_index if self._chunks else None,
-            lexical=self.lexical if self._chunks else None,
-        )
-        generation = store.write(data)
+        """:meth:`save` for a caller that already holds ``store``'s writer lock.
+
+        Only what changed since the index was loaded from ``store`` is written (new
+        documents as a new segment, replaced and removed ones marked deleted), and the
+        index then reads from the saved files; an index saved elsewhere is written whole
+        and keeps its contents in memory.
+        """
+        same = self._origin is not None and self._origin[0].location == store.location
+        generation, segments = store.write(self.manifest(), self._segments)
+        if same:
+            # Read back from where it came from: memory is freed, the next save only
+            # writes what changes after this one.
+            self._set(segments)
         self._origin = (store, generation)
         return generation
 
     # --- what retrieval reads -----------------------------------------------------------
     @property
     def version(self) -> int:
-        """Bumped on every change of contents: caches derived from an index key on it."""
+        """Bumped on every change of contents or row order: caches derived from an index
+        key on it."""
         return self._version
 
     @property
-    def chunks(self) -> tuple[Chunk, ...]:
-        """Every chunk; position ``i`` is row ``i`` of :attr:`vectors` (no copy is made)."""
-        return self._chunks
+    def generation(self) -> str:
+        """The store generation the contents were read from or saved as ("" if neither)."""
+        return self._origin[1] if self._origin is not None else ""
+
+    @property
+    def documents(self) -> DocumentTable:
+        """The live documents: ``doc_id -> DocumentRecord`` (a Mapping read on demand)."""
+        return DocumentTable(self._segments)
+
+    @property
+    def chunks(self) -> ChunkRows:
+        """Every chunk; position ``i`` is row ``i`` of :attr:`vectors` (read on demand)."""
+        return ChunkRows(self._segments)
 
     @property
     def vectors(self) -> np.ndarray:
-        """Chunk vectors, float32 ``(n_chunks, dimension)``, L2-normalized."""
-        return self._vectors
+        """All chunk vectors, float32 ``(n_chunks, dimension)``, L2-normalized.
+
+        Memory-mapped when the index is one saved segment; otherwise assembled, which at
+        scale is large: prefer :meth:`vectors_of` and :meth:`dense_search`.
+        """
+        return self._segments.vectors()
+
+    def vectors_of(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Vectors of the given chunk rows."""
+        return self._segments.vectors(np.asarray(rows, np.int64))
 
     @property
     def vector_config(self) -> VectorIndexConfig:
@@ -236,73 +335,79 @@ class Index:
 
     @vector_config.setter
     def vector_config(self, config: VectorIndexConfig) -> None:
-        """Switch exact/approximate search; vectors are kept, the search index is rebuilt."""
-        if config != self._vector_config:
-            self._vector_config = config
-            self._vindex = None
+        """Switch exact/approximate search; saved segments get the new structure when the
+        index is next saved (vectors are reused, nothing is re-embedded)."""
+        self._vector_config = config
 
-    @property
-    def vector_index(self) -> VectorIndex:
-        """The search structure over :attr:`vectors` (built on first use)."""
-        if self._vindex is None:
-            self._vindex = VectorIndex(self._vectors, self._vector_config)
-        return self._vindex
+    def dense_search(self, query: np.ndarray, k: int, *, rows: np.ndarray | None = None,
+                     exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` chunk rows by cosine with ``query``: ``(scores, rows)``, best first.
 
-    @property
-    def lexical(self) -> LexicalIndex:
-        """BM25 over the chunks' embedded texts: loaded from the store it was saved with,
-        else built in memory on first use."""
-        if self._lexical is None:
-            loaded = None
-            if self._origin is not None:
-                store, generation = self._origin
-                loaded = store.read_lexical(generation, len(self._chunks))
-            self._lexical = loaded or LexicalIndex.build([c.embed_text for c in self._chunks])
-        return self._lexical
+        Approximate where :attr:`vector_config` says so, unless ``exact``; ``rows``
+        restricts the search to those rows (always exact).
+        """
+        q = np.asarray(query, np.float32).reshape(-1)
+        return self._segments.dense(q, k, self._vector_config, rows, exact=exact)
+
+    def lexical_search(self, question: str, k: int, rows: np.ndarray | None = None
+                       ) -> list[tuple[int, float]]:
+        """BM25's best ``k`` chunk rows for ``question`` (within ``rows`` when given)."""
+        return self._segments.lexical(question, k, rows)
+
+    def crumbs(self, rows: Sequence[int] | np.ndarray) -> list[tuple[str, ...]]:
+        """Each row's breadcrumb: document title, then heading titles down to its node."""
+        return self._segments.crumbs(np.asarray(rows, np.int64))
+
+    def rows_mentioning(self, needle: str) -> np.ndarray:
+        """Rows whose normalized breadcrumb (:func:`~.tree.normalize_title` per title)
+        contains ``needle``: a prefilter for heading filters, read without a Python scan."""
+        return self._segments.rows_mentioning(needle)
 
     def text(self, doc_id: str) -> str:
         """The stored copy of a document's source, exactly as indexed."""
-        return self._texts[doc_id]
+        if doc_id not in self._segments:
+            raise KeyError(doc_id)
+        return self._segments.segment_of(doc_id).text(doc_id)
 
     def tree(self, doc_id: str) -> Tree:
         """The skeleton tree of a stored document (built from the stored copy, cached)."""
         t = self._trees.get(doc_id)
         if t is None:
-            t = build_tree(self._texts[doc_id], doc_id=doc_id,
+            t = build_tree(self.text(doc_id), doc_id=doc_id,
                            recover_headings=self.recover_headings)
             self._trees[doc_id] = t
+            while len(self._trees) > 256:
+                self._trees.popitem(last=False)
+        else:
+            self._trees.move_to_end(doc_id)
         return t
 
     def line_tokens(self, doc_id: str) -> tuple[int, ...]:
         """Word pieces of each line of a stored document (recorded at indexing time)."""
         counts = self.documents[doc_id].line_tokens
-        if not counts and self._texts[doc_id]:
-            # An index saved before line counts were recorded: count once, keep in memory.
-            counts = tuple(count_tokens_batch(self.tree(doc_id).lines))
-            self.documents[doc_id] = dataclasses.replace(self.documents[doc_id],
-                                                         line_tokens=counts)
+        if not counts and self.text(doc_id):
+            # A record made without line counts (Index.from_parts): count once, keep.
+            counts = self._line_tokens.get(doc_id, ())
+            if not counts:
+                counts = self._line_tokens[doc_id] = tuple(
+                    count_tokens_batch(self.tree(doc_id).lines))
         return counts
 
     def rows_for(self, doc_ids: Iterable[str]) -> np.ndarray:
         """Chunk rows of the given documents (unknown ids give no rows)."""
-        if self._rows_by_doc is None:
-            by: dict[str, list[int]] = {}
-            for i, c in enumerate(self._chunks):
-                by.setdefault(c.doc_id, []).append(i)
-            self._rows_by_doc = {k: np.asarray(v, np.int64) for k, v in by.items()}
-        parts = [self._rows_by_doc[d] for d in doc_ids if d in self._rows_by_doc]
-        return np.concatenate(parts) if parts else np.empty(0, np.int64)
+        return self._segments.rows_for(doc_ids)
 
     # --- changing contents --------------------------------------------------------------
-    def _replace(self, *, documents: dict[str, DocumentRecord], texts: dict[str, str],
-                 chunks: tuple[Chunk, ...], vectors: np.ndarray) -> None:
+    def _set(self, segments: SegmentSet) -> None:
         """Swap in new contents and drop everything derived from the old ones."""
-        # A tree stays valid while its document's record is the same object (unchanged).
-        self._trees = {d: t for d, t in self._trees.items()
-                       if d in documents and documents[d] is self.documents.get(d)}
-        self.documents, self._texts = documents, texts
-        self._chunks, self._vectors = chunks, vectors
-        self._vindex = self._lexical = self._rows_by_doc = None
+        old = self._segments
+        # A tree stays valid while its document is unchanged (same record in both).
+        self._trees = OrderedDict(
+            (d, t) for d, t in self._trees.items()
+            if d in segments and d in old
+            and segments.segment_of(d).record(d).sha256 == old.segment_of(d).record(d).sha256)
+        self._line_tokens = {d: c for d, c in self._line_tokens.items() if d in self._trees}
+        self._segments = segments
         self._origin = None
         self._version += 1
 
@@ -314,7 +419,7 @@ class Index:
 
     def remove(self, doc_ids: Iterable[str]) -> list[str]:
         """Remove documents by id; returns the ids that were present."""
-        gone = [d for d in doc_ids if d in self.documents]
+        gone = [d for d in doc_ids if d in self._segments]
         if gone:
             self._apply([], remove=gone)
         return gone
@@ -342,7 +447,7 @@ class Index:
         remove: list[str] = []
         if prune:
             present = {s.doc_id for s in found}
-            remove = [d for d in self.documents if d not in present]
+            remove = [d for d in self._segments.doc_ids() if d not in present]
         report = self._apply([Source(s.doc_id, str(s.path)) for s in found], remove=remove,
                              progress=progress, batch_bytes=batch_bytes, workers=workers,
                              started=t0)
@@ -354,17 +459,18 @@ class Index:
                started: float | None = None) -> UpdateReport:
         """Chunk and embed ``sources``, drop ``remove``; commit only if all succeed."""
         rechunk = self._chunker_version != CHUNKER_VERSION
+        stored = self._segments.sha256s()
         if rechunk:
             # Chunks of another chunker version must not mix with new ones: re-chunk every
             # stored document (unchanged chunk texts keep their vectors).
             named = {s.doc_id for s in sources} | set(remove)
-            sources = sources + [Source(d, r.source_path, r.kind, self._texts[d])
-                                 for d, r in self.documents.items() if d not in named]
+            docs = self.documents
+            sources = sources + [Source(d, docs[d].source_path, docs[d].kind, self.text(d))
+                                 for d in stored if d not in named]
         run = ingest(
             sources, embedder=self.embedder, config=self.chunk_config,
             recover_headings=self.recover_headings, encoding=self.encoding,
-            noise_llm=self.noise_llm,
-            stored_sha256={} if rechunk else {d: r.sha256 for d, r in self.documents.items()},
+            noise_llm=self.noise_llm, stored_sha256={} if rechunk else stored,
             stored_vectors=self._stored_vectors, batch_bytes=batch_bytes, workers=workers,
             progress=progress, started=started,
         )
@@ -372,28 +478,12 @@ class Index:
         staged = run.staged
 
         t = time.perf_counter()
-        drop = set(remove) | set(staged)
-        keep_rows = [i for i, c in enumerate(self._chunks) if c.doc_id not in drop]
-        new_chunks = [self._chunks[i] for i in keep_rows]
-        parts = [self._vectors[keep_rows]] if keep_rows else []
-        # Staged documents in id order, whatever order the batches finished in.
-        for doc_id in sorted(staged):
-            if staged[doc_id].chunks:
-                parts.append(staged[doc_id].vectors)
-                new_chunks.extend(staged[doc_id].chunks)
-        vectors = (np.concatenate(parts).astype(np.float32, copy=False) if parts
-                   else np.zeros((0, self.embedder.dimension), np.float32))
+        remove = [d for d in remove if d in stored]
         if staged or remove:
             # Commit in memory: nothing above mutated the index.
-            documents = {d: r for d, r in self.documents.items() if d not in remove}
-            texts = {d: x for d, x in self._texts.items() if d not in remove}
-            for doc_id, doc in staged.items():
-                documents[doc_id] = doc.record
-                texts[doc_id] = doc.text
-            added = [d for d in staged if d not in self.documents]
-            updated = [d for d in staged if d in self.documents]
-            self._replace(documents=documents, texts=texts, chunks=tuple(new_chunks),
-                          vectors=vectors)
+            added = [d for d in staged if d not in stored]
+            updated = [d for d in staged if d in stored]
+            self._set(self._segments.with_changes(list(staged.values()), remove))
         else:
             added = updated = []
         self._chunker_version = CHUNKER_VERSION
@@ -401,13 +491,17 @@ class Index:
         return UpdateReport(
             added=tuple(sorted(added)), updated=tuple(sorted(updated)),
             unchanged=tuple(sorted(run.unchanged)), removed=tuple(sorted(remove)),
-            skipped=tuple(run.skipped), chunks=len(self._chunks), embedded=run.embedded,
+            skipped=tuple(run.skipped), chunks=self._segments.n_rows, embedded=run.embedded,
             timings=timings,
         )
 
     def _stored_vectors(self, doc_id: str) -> Iterable[tuple[str, np.ndarray]]:
         """``(embed_text, vector)`` of a stored document's chunks, for reuse on re-chunking."""
-        return ((self._chunks[i].embed_text, self._vectors[i]) for i in self.rows_for([doc_id]))
+        if doc_id not in self._segments:
+            return []
+        seg = self._segments.segment_of(doc_id)
+        rows = seg.doc_rows(doc_id)
+        return zip(seg.embed_texts(rows.tolist()), seg.vectors(rows), strict=True)
 
     # --- querying (facades over the retrieval and synthesis layers) ---------------------
     def retrieve(self, question: str, config: RetrievalConfig | None = None,
@@ -434,10 +528,10 @@ class Index:
         return synthesize(question, retrieval.sections, llm)
 
     def __len__(self) -> int:
-        return len(self.documents)
+        return self._segments.n_documents()
 
     def __repr__(self) -> str:
-        return (f"Index({len(self.documents)} documents, {len(self._chunks)} chunks, "
+        return (f"Index({len(self)} documents, {self._segments.n_rows} chunks, "
                 f"embedder={self.embedder.model_id!r})")
 
 

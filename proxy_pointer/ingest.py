@@ -37,7 +37,7 @@ from .chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
 from .documents import document_kind, read_document
 from .embeddings import Embedder
 from .errors import ConfigError, DocumentError
-from .stores import DocumentRecord
+from .stores import DocumentParts, DocumentRecord
 from .tokens import count_tokens_batch
 from .tree import build_tree, split_lines
 
@@ -50,7 +50,6 @@ __all__ = [
     "IngestResult",
     "ParsedDocument",
     "Source",
-    "StagedDocument",
     "default_workers",
     "ingest",
     "parse_document",
@@ -111,16 +110,6 @@ class ParsedDocument:
     chunk_seconds: float
 
 
-@dataclass(frozen=True)
-class StagedDocument:
-    """A parsed and embedded document waiting to be committed (``vectors[i]`` is chunk i's)."""
-
-    record: DocumentRecord
-    text: str
-    chunks: tuple[Chunk, ...]
-    vectors: np.ndarray
-
-
 @dataclass
 class IngestResult:
     """What :func:`ingest` staged and found: nothing in it has touched an index yet.
@@ -129,7 +118,7 @@ class IngestResult:
     ``embedded`` counts distinct texts sent to the embedder.
     """
 
-    staged: dict[str, StagedDocument] = field(default_factory=dict)
+    staged: dict[str, DocumentParts] = field(default_factory=dict)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     embedded: int = 0
@@ -361,7 +350,7 @@ class _Run:
         for text, p in parsed:
             vecs = (np.stack([self._vector(c.embed_text) for c in p.chunks]) if p.chunks
                     else np.zeros((0, d), np.float32))
-            self.result.staged[p.record.doc_id] = StagedDocument(p.record, text, p.chunks, vecs)
+            self.result.staged[p.record.doc_id] = DocumentParts(p.record, text, p.chunks, vecs)
             # Later batches find this run's vectors in the staged array, so the embedder's
             # output arrays can be freed (one copy of each vector is kept, not two).
             for c, v in zip(p.chunks, vecs, strict=True):

@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import IndexCorruptError
 
-__all__ = ["LexicalIndex", "tokenize"]
+__all__ = ["LexicalIndex", "idf", "tokenize", "top_rows"]
 
 
 def _stemmer() -> Callable[[list[str]], list[str]] | None:
@@ -40,6 +40,30 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     return tokens
 
 
+def idf(doc_freq: np.ndarray, n_rows: int) -> np.ndarray:
+    """BM25's inverse document frequency (the Lucene variant bm25s uses by default)."""
+    df = np.asarray(doc_freq, np.float64)
+    return np.log1p((n_rows - df + 0.5) / (df + 0.5))
+
+
+def top_rows(scores: np.ndarray, k: int, rows: np.ndarray | None = None
+             ) -> list[tuple[int, float]]:
+    """The best ``k`` rows with a positive score (within ``rows`` when given), best first."""
+    if rows is not None:
+        rows = np.asarray(rows, np.int64)
+        sub = scores[rows]
+    else:
+        sub = scores
+    pos = np.flatnonzero(sub > 0)
+    if k <= 0 or len(pos) == 0:
+        return []
+    if len(pos) > k:
+        pos = pos[np.argpartition(-sub[pos], k - 1)[:k]]
+    pos = pos[np.lexsort((pos if rows is None else rows[pos], -sub[pos]))]
+    found = pos if rows is None else rows[pos]
+    return [(int(r), float(v)) for r, v in zip(found, sub[pos], strict=True)]
+
+
 class LexicalIndex:
     """A BM25 index whose document ``i`` is chunk row ``i`` of the index."""
 
@@ -57,23 +81,48 @@ class LexicalIndex:
             model.index(tokenize(texts), show_progress=False)
         return cls(model, len(texts))
 
+    def doc_freqs(self, tokens: Sequence[str]) -> np.ndarray:
+        """How many rows hold each token (0 for tokens this index has never seen)."""
+        out = np.zeros(len(tokens), np.int64)
+        if self.n_rows == 0:
+            return out
+        vocab, indptr = self._model.vocab_dict, self._model.scores["indptr"]
+        for i, t in enumerate(tokens):
+            tid = vocab.get(t)
+            if tid is not None:
+                out[i] = int(indptr[tid + 1]) - int(indptr[tid])
+        return out
+
+    def scores(self, tokens: Sequence[str], weights: Sequence[float] | None = None
+               ) -> np.ndarray:
+        """BM25 score of every row for ``tokens``; ``weights[i]`` scales token ``i``'s part.
+
+        The weights let several indexes score as one: a token's BM25 part is its IDF times
+        a term-frequency factor, so multiplying by ``idf(corpus) / idf(this index)`` gives
+        the score under corpus-wide statistics (see :func:`idf`).
+        """
+        out = np.zeros(self.n_rows, np.float32)
+        if self.n_rows == 0:
+            return out
+        vocab, s = self._model.vocab_dict, self._model.scores
+        data, indices, indptr = s["data"], s["indices"], s["indptr"]
+        for i, t in enumerate(tokens):
+            tid = vocab.get(t)
+            if tid is None:
+                continue
+            lo, hi = int(indptr[tid]), int(indptr[tid + 1])
+            w = 1.0 if weights is None else float(weights[i])
+            # Row ids are unique within one token's postings, so a fancy += is exact.
+            out[np.asarray(indices[lo:hi])] += np.asarray(data[lo:hi]) * w
+        return out
+
     def search(self, question: str, k: int, rows: np.ndarray | None = None
                ) -> list[tuple[int, float]]:
         """The best ``k`` rows (within ``rows`` when given) with a positive BM25 score."""
         tokens = tokenize([question])[0]
         if not tokens or self.n_rows == 0:
             return []
-        scores = np.asarray(self._model.get_scores(tokens))
-        if rows is not None:
-            masked = np.full_like(scores, -np.inf)
-            masked[rows] = scores[rows]
-            scores = masked
-        k = min(k, int(np.isfinite(scores).sum()))
-        if k <= 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(r), float(scores[r])) for r in top if scores[r] > 0]
+        return top_rows(self.scores(tokens), k, rows)
 
     def save(self, directory: str | Path) -> None:
         """Write the index's arrays and vocabulary into ``directory`` (no pickle)."""

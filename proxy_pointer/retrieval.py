@@ -23,6 +23,7 @@ import numpy as np
 from . import defaults
 from .errors import ConfigError
 from .tokens import count_tokens, truncate_to_tokens
+from .tree import normalize_title
 
 if TYPE_CHECKING:
     from .chunking import Chunk
@@ -190,7 +191,7 @@ class Retriever:
             raise ConfigError("the question is empty")
         question = question.strip()
         rows = self._filter_rows(cfg)
-        if (rows is not None and len(rows) == 0) or not self.index.chunks:
+        if (rows is not None and len(rows) == 0) or len(self.index.chunks) == 0:
             return Retrieval(question, (), cfg.budget, 0)
         timings: dict[str, float] = {}
         ranked = self._search(question[:_MAX_QUESTION_CHARS], cfg, rows, timings)
@@ -211,19 +212,18 @@ class Retriever:
         if cfg.doc_ids is not None:
             rows = idx.rows_for(cfg.doc_ids)
         if cfg.path_prefix:
-            want = [_norm_title(t) for t in cfg.path_prefix]
-            cache = _caches(idx).norm_paths
-            base = rows if rows is not None else np.arange(len(idx.chunks))
-            chunks = idx.chunks
-            keep = []
-            for r in base.tolist():
-                c = chunks[r]
-                p = cache.get(r)
-                if p is None:
-                    p = cache[r] = [_norm_title(t) for t in _crumbs(idx, c)]
-                if _has_prefix(p, want):
-                    keep.append(r)
-            rows = np.asarray(keep, np.int64)
+            want = tuple(normalize_title(t) for t in cfg.path_prefix)
+            cache = _caches(idx).prefixes
+            if want not in cache:
+                # The store finds the rows that mention the first title; only those are
+                # checked here, never every chunk row.
+                cand = idx.rows_mentioning(want[0])
+                crumbs = idx.crumbs(cand)
+                cache[want] = np.asarray(
+                    [r for r, p in zip(cand.tolist(), crumbs, strict=True)
+                     if _has_prefix([normalize_title(t) for t in p], want)], np.int64)
+            found = cache[want]
+            rows = found if rows is None else np.intersect1d(rows, found)
         return rows
 
     def _search(self, question: str, cfg: RetrievalConfig, rows: np.ndarray | None,
@@ -240,14 +240,14 @@ class Retriever:
 
     def _rank(self, question: str, q: np.ndarray, cfg: RetrievalConfig,
               rows: np.ndarray | None) -> list[tuple[int, float]]:
-        scores, found = self.index.vector_index.search(q, cfg.k_search, rows)
+        scores, found = self.index.dense_search(q, cfg.k_search, rows=rows)
         dense = list(zip(found.tolist(), scores.tolist(), strict=True))
         labels = _labels(question) if cfg.title_boost else []
         if labels:
             dense = self._boost(dense, q, labels, cfg, rows)
         if not cfg.hybrid:
             return dense
-        lexical = self.index.lexical.search(question, cfg.k_search, rows)
+        lexical = self.index.lexical_search(question, cfg.k_search, rows)
         fused: dict[int, float] = {}
         for ranking in (dense, lexical):
             for rank, (r, _) in enumerate(ranking):
@@ -267,7 +267,7 @@ class Retriever:
         scores = dict(ranked)
         missing = [r for r in named if r not in scores]
         if missing:
-            sims = idx.vectors[np.asarray(missing, np.int64)] @ query
+            sims = idx.vectors_of(missing) @ query
             scores.update(zip(missing, sims.tolist(), strict=True))
         for r in named:
             scores[r] += cfg.title_boost
@@ -277,9 +277,8 @@ class Retriever:
         """Dedupe by ``(doc_id, node_id)``: best score per node, all its hit chunks kept."""
         by_key: dict[tuple[str, str], _Candidate] = {}
         order: list[_Candidate] = []
-        chunks = self.index.chunks
-        for row, score in ranked:
-            c = chunks[row]
+        chunks = self.index.chunks.at(r for r, _ in ranked)
+        for (row, score), c in zip(ranked, chunks, strict=True):
             key = (c.doc_id, c.node_id if c.node_id is not None else f"#{c.start_char}")
             cand = by_key.get(key)
             if cand is None:
@@ -508,7 +507,7 @@ class _IndexCaches:
     """What retrieval derives from one version of an index and reuses across queries."""
 
     version: int
-    norm_paths: dict[int, list[str]] = field(default_factory=dict)  # row -> normalized crumbs
+    prefixes: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # -> rows
     labels: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # label -> rows
     line_starts: dict[str, list[int]] = field(default_factory=dict)  # doc -> char offsets
 
@@ -567,25 +566,14 @@ def _labelled_rows(index: Index, labels: list[tuple[str, str]]) -> set[int]:
             named = re.compile(rf"\b{re.escape(word)}\s+{num_re}", re.IGNORECASE)
             # "Section 2.1" also names a heading that starts with its number: "2.1 Results".
             bare = re.compile(rf"^\W*{num_re}\b") if word in _STRUCTURAL else None
-            rows = set()
-            for r, c in enumerate(index.chunks):
-                crumbs = _crumbs(index, c)
-                if any(named.search(t) or (bare is not None and bare.match(t)) for t in crumbs):
-                    rows.add(r)
+            # Only rows whose breadcrumb mentions the number are read and checked.
+            cand = index.rows_mentioning(num)
+            rows = {r for r, crumbs in zip(cand.tolist(), index.crumbs(cand), strict=True)
+                    if any(named.search(t) or (bare is not None and bare.match(t))
+                           for t in crumbs)}
             cache[key] = rows
         found |= cache[key]
     return found
-
-
-def _crumbs(index: Index, chunk: Chunk) -> Sequence[str]:
-    if chunk.node_id is None:
-        return tuple(chunk.path)
-    tree = index.tree(chunk.doc_id)
-    return tree.breadcrumb(tree.get(chunk.node_id)) if chunk.node_id in tree else chunk.path
-
-
-def _norm_title(title: str) -> str:
-    return " ".join(re.sub(r"[*_`#]", "", title).split()).casefold()
 
 
 def _has_prefix(path: Sequence[str], want: Sequence[str]) -> bool:

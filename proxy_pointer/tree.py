@@ -55,10 +55,18 @@ __all__ = [
     "TreeConfig",
     "build_tree",
     "format_tree",
+    "normalize_title",
     "split_lines",
 ]
 
 PREAMBLE_ID = "preamble"
+
+
+def normalize_title(title: str) -> str:
+    """A heading title as filters compare it: inline markup dropped, spaces collapsed,
+    case-folded (``"**Item 7.**  MD&A"`` -> ``"item 7. md&a"``)."""
+    return " ".join(re.sub(r"[*_`#]", "", title).split()).casefold()
+
 #: ``format`` value of :meth:`Tree.to_dict` output; bumped when the layout changes.
 TREE_FORMAT = "proxy-pointer-tree/1"
 

@@ -1,11 +1,18 @@
-"""Vector search over an index's chunk vectors: exact by default, FAISS HNSW on request.
+"""Vector search over chunk vectors: exact (numpy), FAISS IVF on disk, or FAISS HNSW.
 
 Vectors are L2-normalized float32 rows, so inner product is cosine similarity; row ``i`` is
-chunk row ``i`` of the index.
+chunk row ``i`` of the segment being searched. Exact search is one matrix-vector product
+over a (possibly memory-mapped) matrix. Past ``approximate_from`` rows the default
+(``kind="auto"``) switches to an inverted-file index (``IndexIVFFlat``) saved beside the
+vectors and opened memory-mapped, so opening it costs nothing and a query touches only
+the ``nprobe`` lists it scans. Recall against exact search is measured in
+``benchmarks/bench_scale.py``.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,109 +20,185 @@ import numpy as np
 
 from .errors import ConfigError, IndexCorruptError
 
-__all__ = ["VectorIndex", "VectorIndexConfig"]
+__all__ = ["VectorIndex", "VectorIndexConfig", "build_approximate", "open_approximate"]
+
+_KINDS = ("auto", "flat", "ivf", "hnsw")
 
 
 @dataclass(frozen=True)
 class VectorIndexConfig:
-    """Which FAISS index answers searches.
+    """Which search structure answers dense searches.
 
-    ``kind="flat"`` (default) is exact inner-product search (a numpy matrix-vector product:
-    for one query at a time it beats FAISS's flat index, and keeps no second copy).
-    ``"hnsw"`` is approximate (``IndexHNSWFlat`` with ``METRIC_INNER_PRODUCT``): faster on
-    large corpora, at a recall
-    cost measured in ``benchmarks/bench_index.py``. Vectors are normalized, so inner
-    product is cosine similarity.
+    ``kind``: ``"auto"`` (default: exact below ``approximate_from`` rows, IVF from there),
+    ``"flat"`` (always exact), ``"ivf"`` (always IVF) or ``"hnsw"`` (FAISS
+    ``IndexHNSWFlat``, held in memory: fast, but its graph and vectors load whole).
+    ``nlist``: IVF lists (0: ``4 * sqrt(rows)``); ``nprobe``: lists scanned per query, the
+    recall/latency knob. Raises :class:`ConfigError` on bad values.
     """
 
-    kind: str = "flat"
+    kind: str = "auto"
+    approximate_from: int = 200_000
+    nlist: int = 0
+    nprobe: int = 64
     hnsw_m: int = 32
     ef_construction: int = 80
     ef_search: int = 128
 
     def __post_init__(self) -> None:
-        if self.kind not in ("flat", "hnsw"):
-            raise ConfigError(f"vector index kind must be 'flat' or 'hnsw', got {self.kind!r}")
+        if self.kind not in _KINDS:
+            raise ConfigError(f"vector index kind must be one of {', '.join(_KINDS)}, "
+                              f"got {self.kind!r}")
         if self.hnsw_m < 2 or self.ef_search < 1 or self.ef_construction < 1:
             raise ConfigError("hnsw_m must be >= 2 and ef_search, ef_construction >= 1")
+        if self.nlist < 0 or self.nprobe < 1 or self.approximate_from < 1:
+            raise ConfigError("nlist must be >= 0, nprobe and approximate_from >= 1")
+
+    def approximate_kind(self, n_rows: int) -> str | None:
+        """The approximate structure a segment of ``n_rows`` gets (``None``: exact)."""
+        if self.kind == "auto":
+            return "ivf" if n_rows >= self.approximate_from else None
+        return None if self.kind == "flat" else self.kind
+
+    def lists_for(self, n_rows: int) -> int:
+        """IVF list count for ``n_rows`` vectors (at least 39 training points per list)."""
+        want = self.nlist or int(4 * math.sqrt(max(n_rows, 1)))
+        return max(1, min(want, n_rows // 39 or 1))
+
+
+def build_approximate(vectors: np.ndarray, config: VectorIndexConfig, kind: str) -> Any:
+    """A FAISS index of ``kind`` (``"ivf"`` or ``"hnsw"``) over ``vectors``."""
+    import faiss
+
+    index: Any
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    n, d = x.shape
+    if kind == "hnsw":
+        index = faiss.IndexHNSWFlat(d, config.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = config.ef_construction
+        index.add(x)
+        return index
+    nlist = config.lists_for(n)
+    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
+    # k-means on a sample: faiss itself samples 256 points per list; fix the seed so that
+    # the same vectors always give the same index.
+    rng = np.random.default_rng(0)
+    sample = x if n <= 64 * nlist else x[np.sort(rng.choice(n, 64 * nlist, replace=False))]
+    index.cp.seed = 1234
+    index.train(sample)
+    for lo in range(0, n, 65536):
+        index.add(x[lo:lo + 65536])
+    return index
+
+
+def open_approximate(path: str | os.PathLike[str], n_rows: int, dimension: int) -> Any:
+    """Open a saved FAISS index; an IVF index is memory-mapped, not read.
+
+    Raises :class:`IndexCorruptError` naming ``path`` when it does not parse or holds
+    another number or dimension of vectors.
+    """
+    import faiss
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+        flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if head[:3] == b"IwF" else 0
+        index = faiss.read_index(os.fspath(path), flags)
+    except FileNotFoundError:
+        raise IndexCorruptError(f"{path}: missing") from None
+    except (RuntimeError, OSError) as e:
+        raise IndexCorruptError(f"{path}: unreadable ({str(e).splitlines()[0]})") from None
+    if index.ntotal != n_rows or index.d != dimension:
+        raise IndexCorruptError(f"{path}: holds {index.ntotal} vectors of dimension {index.d}, "
+                                f"expected {n_rows} of {dimension}")
+    return index
 
 
 class VectorIndex:
-    """A FAISS index over normalized float32 vectors; row ``i`` is chunk ``i``."""
+    """Search over normalized float32 vectors (row ``i`` is chunk ``i``).
+
+    ``vectors`` may be memory-mapped; exact search reads them, an approximate index
+    (``prebuilt``, or built here for ``kind="hnsw"``) answers unfiltered searches.
+    """
 
     def __init__(self, vectors: np.ndarray, config: VectorIndexConfig | None = None,
                  *, prebuilt: Any = None) -> None:
+        self.config = config or VectorIndexConfig()
+        self.vectors = vectors
+        self._faiss: Any = prebuilt
+        if prebuilt is None and self.config.kind == "hnsw" and len(vectors):
+            self._faiss = build_approximate(vectors, self.config, "hnsw")
+        if self._faiss is not None:
+            self._tune(self._faiss)
+
+    def _tune(self, index: Any) -> None:
         import faiss
 
-        self.config = config or VectorIndexConfig()
-        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        d = self.vectors.shape[1]
-        self._faiss: Any = None
-        if prebuilt is not None:
-            self._faiss = prebuilt
-        elif self.config.kind == "hnsw":
-            index = faiss.IndexHNSWFlat(d, self.config.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = self.config.ef_construction
-            index.add(self.vectors)
-            self._faiss = index
-        if self.config.kind == "hnsw":
-            self._faiss.hnsw.efSearch = self.config.ef_search
+        if isinstance(index, faiss.IndexHNSW):
+            index.hnsw.efSearch = self.config.ef_search
+        elif isinstance(index, faiss.IndexIVF):
+            index.nprobe = self.config.nprobe
+
+    @property
+    def approximate(self) -> bool:
+        """Whether unfiltered searches go to an approximate index."""
+        return self._faiss is not None
 
     def __len__(self) -> int:
-        return self.vectors.shape[0]
+        return int(self.vectors.shape[0])
 
-    def search(self, query: np.ndarray, k: int, rows: np.ndarray | None = None
+    def search(self, query: np.ndarray, k: int, rows: np.ndarray | None = None, *,
+               exclude: np.ndarray | None = None, exact: bool = False
                ) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` rows by inner product: ``(scores, rows)``, best first.
 
-        With ``rows`` (a filter, e.g. one document's chunks) the search is exact over just
-        those rows, which is both faster and exact for the small subsets filters produce.
+        ``rows`` restricts the search to those rows (exact: filters give small subsets);
+        ``exclude`` (sorted) rows are never returned (deleted chunks); ``exact`` skips the
+        approximate index.
         """
-        q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
+        q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
         if rows is not None:
-            if len(rows) == 0:
+            if exclude is not None and len(exclude):
+                rows = rows[~np.isin(rows, exclude)]
+            if len(rows) == 0 or k <= 0:
                 return np.empty(0, np.float32), np.empty(0, np.int64)
-            scores = self.vectors[rows] @ q[0]
-            k = min(k, len(rows))
-            top = np.argpartition(-scores, k - 1)[:k]
-            top = top[np.argsort(-scores[top], kind="stable")]
-            return scores[top], rows[top].astype(np.int64)
-        k = min(k, len(self))
-        if k == 0:
+            return _top(np.asarray(self.vectors[np.sort(rows)] @ q), np.sort(rows), k)
+        n = len(self)
+        if n == 0 or k <= 0:
             return np.empty(0, np.float32), np.empty(0, np.int64)
-        if self._faiss is None:
-            # Exact search for one query is a single matrix-vector product; numpy does it
-            # without FAISS's thread pool, which is 20-40x slower on a busy 2-core machine.
-            return self.search(query, k, np.arange(len(self), dtype=np.int64))
-        scores, ids = self._faiss.search(q, k)
+        if self._faiss is None or exact:
+            scores = np.asarray(self.vectors @ q, dtype=np.float32)
+            if exclude is not None and len(exclude):
+                scores[exclude] = -np.inf
+            return _top(scores, None, k)
+        return self._approximate(q, k, exclude)
+
+    def _approximate(self, q: np.ndarray, k: int, exclude: np.ndarray | None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        import faiss as faiss_module
+
+        faiss: Any = faiss_module  # its type stubs lack the search-parameter classes
+
+        params = None
+        if exclude is not None and len(exclude):
+            # Both selectors stay referenced by these locals until the search returns.
+            batch = faiss.IDSelectorBatch(np.asarray(exclude, np.int64))
+            sel = faiss.IDSelectorNot(batch)
+            if isinstance(self._faiss, faiss.IndexIVF):
+                params = faiss.SearchParametersIVF(sel=sel, nprobe=self.config.nprobe)
+            else:
+                params = faiss.SearchParametersHNSW(sel=sel, efSearch=self.config.ef_search)
+        scores, ids = self._faiss.search(q.reshape(1, -1), min(k, len(self)), params=params)
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep].astype(np.int64)
 
-    def faiss_bytes(self) -> bytes | None:
-        """Serialized FAISS index for approximate kinds (flat is rebuilt from vectors)."""
-        if self.config.kind == "flat":
-            return None
-        import faiss
 
-        return faiss.serialize_index(self._faiss).tobytes()
-
-    @classmethod
-    def from_bytes(cls, vectors: np.ndarray, config: VectorIndexConfig, blob: bytes,
-                   *, name: str) -> VectorIndex:
-        """Reopen a serialized approximate index over ``vectors``.
-
-        Raises :class:`IndexCorruptError` naming ``name`` when the blob does not parse or
-        holds another number or dimension of vectors.
-        """
-        import faiss
-
-        try:
-            pre = faiss.deserialize_index(np.frombuffer(blob, dtype=np.uint8))
-        except RuntimeError as e:
-            raise IndexCorruptError(f"{name}: unreadable ({str(e).splitlines()[0]})") from None
-        if pre.ntotal != vectors.shape[0] or pre.d != vectors.shape[1]:
-            raise IndexCorruptError(
-                f"{name}: holds {pre.ntotal} vectors of dimension {pre.d}, "
-                f"expected {vectors.shape[0]} of {vectors.shape[1]}"
-            )
-        return cls(vectors, config, prebuilt=pre)
+def _top(scores: np.ndarray, rows: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best finite scores, best first, ties by row (``rows`` maps positions)."""
+    finite = int(np.isfinite(scores).sum()) if len(scores) else 0
+    k = min(k, finite)
+    if k <= 0:
+        return np.empty(0, np.float32), np.empty(0, np.int64)
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.lexsort((top, -scores[top]))]
+    found = top if rows is None else rows[top]
+    return scores[top].astype(np.float32), np.asarray(found, np.int64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -89,7 +90,10 @@ def test_approximate_and_root_options(capsys, docs: Path, tmp_path: Path) -> Non
     code, fields, _ = run_index(capsys, tmp_path, str(docs / "harbor.md"), str(docs / "orchard.md"),
                                 "--embedder", "hash:64", "--approximate", "--root", str(tmp_path))
     assert code == 0 and fields["added"] == "2"
-    assert (current_generation(tmp_path / "idx") / "hnsw.faiss").is_file()
+    manifest = json.loads((current_generation(tmp_path / "idx") / "manifest.json").read_text())
+    assert manifest["vector_index"]["kind"] == "ivf"
+    seg = tmp_path / "idx" / "segments" / manifest["segments"][0]["name"]
+    assert (seg / "ivf.faiss").is_file()
     assert sorted(Index.load(tmp_path / "idx").documents) == ["docs/harbor.md", "docs/orchard.md"]
 
 
@@ -124,9 +128,9 @@ def test_errors_exit_1_with_one_line(capsys, docs: Path, tmp_path: Path) -> None
     assert code == 1 and "duplicate doc id 'x.md'" in _error_line(err)
 
     gen = current_generation(tmp_path / "idx")
-    (gen / "chunks.jsonl").write_text("{not json\n")
+    (gen / "manifest.json").write_text("{not json\n")
     code, _, err = run_index(capsys, tmp_path, str(docs))
-    assert code == 1 and "chunks.jsonl: line 1: not valid JSON" in _error_line(err)
+    assert code == 1 and "manifest.json: not valid JSON" in _error_line(err)
 
 
 def test_module_entry_point_reports_errors(docs: Path, tmp_path: Path) -> None:

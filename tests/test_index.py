@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -424,19 +425,29 @@ def test_symlinked_file_is_indexed_under_its_own_name(docs: Path, tmp_path: Path
     assert [s.doc_id for s in discover([docs / "linked.md"])] == ["linked.md"]
 
 
+def _segment(target: Path) -> Path:
+    """The one segment folder the committed generation of ``target`` names."""
+    manifest = json.loads((current_generation(target) / "manifest.json").read_text())
+    [seg] = manifest["segments"]
+    return target / "segments" / seg["name"]
+
+
 def test_corrupt_chunk_records_are_reported(docs: Path, tmp_path: Path) -> None:
+    import sqlite3
+
     target = tmp_path / "idx"
     update_directory(target, [docs], embedder=HashEmbedder(64))
-    chunks = current_generation(target) / "chunks.jsonl"
-    lines = chunks.read_text().splitlines(keepends=True)
-    chunks.write_text("".join(['{"doc_id": "harbor.md"}\n', *lines[1:]]))
-    with pytest.raises(IndexCorruptError, match=r"chunks.jsonl: bad chunk record"):
+    meta = _segment(target) / "meta.sqlite"
+    size = meta.stat().st_size
+    con = sqlite3.connect(meta)
+    con.execute("DELETE FROM chunks WHERE row = (SELECT max(row) FROM chunks)")
+    con.commit()
+    con.close()
+    meta.write_bytes(meta.read_bytes().ljust(size, b"\0")[:size])  # same size, fewer rows
+    with pytest.raises(IndexCorruptError, match=r"meta\.sqlite: holds \d+ chunk rows"):
         Index.load(target)
-    chunks.write_text("".join(['["not", "an", "object"]\n', *lines[1:]]))
-    with pytest.raises(IndexCorruptError, match=r"chunks.jsonl"):
-        Index.load(target)
-    chunks.write_text("".join([lines[0].replace('"harbor.md"', '"ghost.md"'), *lines[1:]]))
-    with pytest.raises(IndexCorruptError, match=r"ghost\.md"):
+    meta.write_bytes(b"garbage!" * (size // 8) + b"x" * (size % 8))
+    with pytest.raises(IndexCorruptError, match=r"meta\.sqlite: not a readable index database"):
         Index.load(target)
 
 
@@ -446,30 +457,33 @@ def test_hnsw_round_trip_matches_flat_top_hit(docs: Path, tmp_path: Path) -> Non
     hnsw = Index.build([docs], embedder=HashEmbedder(64),
                        vector_config=VectorIndexConfig(kind="hnsw", hnsw_m=8))
     hnsw.save(tmp_path / "idx")
-    gen = current_generation(tmp_path / "idx")
-    assert (gen / "hnsw.faiss").stat().st_size > 0
+    seg = _segment(tmp_path / "idx")
+    assert (seg / "hnsw.faiss").stat().st_size > 0
     loaded = Index.load(tmp_path / "idx")
     assert loaded.vector_config == VectorIndexConfig(kind="hnsw", hnsw_m=8)
-    assert type(loaded.vector_index._faiss).__name__ == "IndexHNSWFlat"
     for q in QUESTIONS:
         a, b = flat.retrieve(q, k=1), loaded.retrieve(q, k=1)
         assert a.sections[0].ref == b.sections[0].ref
         assert a.sections[0].score == pytest.approx(b.sections[0].score, abs=1e-5)
 
-    (gen / "hnsw.faiss").write_bytes(b"garbage" * 10)
-    with pytest.raises(IndexCorruptError, match=r"hnsw\.faiss"):
+    size = (seg / "hnsw.faiss").stat().st_size
+    (seg / "hnsw.faiss").write_bytes(b"garbage" * 10)
+    with pytest.raises(IndexCorruptError, match=r"hnsw\.faiss: \d+ bytes, \d+ were written"):
         Index.load(tmp_path / "idx")
+    (seg / "hnsw.faiss").write_bytes(b"g" * size)  # same size: caught when first searched
+    with pytest.raises(IndexCorruptError, match=r"hnsw\.faiss: unreadable"):
+        Index.load(tmp_path / "idx").retrieve(QUESTIONS[0])
 
 
 def test_update_directory_switches_vector_index_kind(docs: Path, tmp_path: Path) -> None:
     target = tmp_path / "idx"
     update_directory(target, [docs], embedder=HashEmbedder(64))
-    assert not (current_generation(target) / "hnsw.faiss").exists()
+    assert not (_segment(target) / "hnsw.faiss").exists()
     emb = CachedEmbedder(HashEmbedder(64), tmp_path / "cache")
     idx, rep = update_directory(target, [docs], embedder=emb,
                                 vector_config=VectorIndexConfig(kind="hnsw"))
     assert rep.embedded == 0 and emb.misses == 0
-    assert (current_generation(target) / "hnsw.faiss").exists()
+    assert (_segment(target) / "hnsw.faiss").exists()
     # None keeps what the index has.
     idx, _ = update_directory(target, [docs], embedder=HashEmbedder(64))
     assert idx.vector_config.kind == "hnsw"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -58,23 +60,44 @@ def test_a_loaded_index_queries_with_the_saved_bm25(saved: Path, monkeypatch) ->
     idx = Index.load(saved)
     got = idx.retrieve("Which ships may enter at high tide?", budget=500)
     assert [s.ref for s in got.sections] == [s.ref for s in expected.sections]
-    assert idx.lexical.n_rows == len(idx.chunks)
+    assert idx.lexical_search("high tide", 5)
 
 
-def test_an_index_saved_without_bm25_builds_it_in_memory(saved: Path) -> None:
-    gen = current_generation(saved)
-    assert gen is not None
-    before = Index.load(saved).retrieve("ferries moor", budget=400)
-    for f in (gen / "bm25").iterdir():
-        f.unlink()
-    (gen / "bm25").rmdir()
-    after = Index.load(saved).retrieve("ferries moor", budget=400)
-    assert [s.ref for s in after.sections] == [s.ref for s in before.sections]
+def test_a_segment_missing_its_bm25_is_reported(saved: Path) -> None:
+    manifest = json.loads((current_generation(saved) / "manifest.json").read_text())
+    seg = saved / "segments" / manifest["segments"][0]["name"]
+    victim = next((seg / "bm25").iterdir())
+    victim.unlink()
+    with pytest.raises(IndexCorruptError, match=re.escape(str(victim)) + ": missing"):
+        Index.load(saved)
 
 
-def test_changing_an_index_drops_its_saved_bm25(saved: Path) -> None:
+def test_changing_an_index_searches_the_new_documents(saved: Path) -> None:
     idx = Index.load(saved, embedder=HashEmbedder(64))
-    assert idx.lexical.search("ferries", 5)
+    assert idx.lexical_search("ferries", 5)
     idx.add_text("canal.md", "# Canal\n\nBarges carry grain along the canal locks.\n")
-    rows = [r for r, _ in idx.lexical.search("barges grain canal", 5)]
+    rows = [r for r, _ in idx.lexical_search("barges grain canal", 5)]
     assert rows and idx.chunks[rows[0]].doc_id == "canal.md"
+
+
+def test_segments_score_with_corpus_wide_statistics(docs: Path, tmp_path: Path) -> None:
+    """An index built in two saves (two segments) ranks like one built at once: each
+    segment's BM25 is rescaled to the IDF of all segments."""
+    whole = Index.build([docs], embedder=HashEmbedder(64))
+    split = Index(embedder=HashEmbedder(64))
+    names = sorted(p.name for p in docs.iterdir())
+    split.update([docs / names[0]], root=str(docs))
+    split.save(tmp_path / "idx")
+    split = Index.load(tmp_path / "idx", embedder=HashEmbedder(64))
+    split.update([docs], root=str(docs))
+    split.save(tmp_path / "idx")
+    split = Index.load(tmp_path / "idx", embedder=HashEmbedder(64))
+    segments = json.loads((current_generation(tmp_path / "idx") / "manifest.json")
+                          .read_text())["segments"]
+    assert len(segments) == 2
+    for q in ("ferries moor at the harbor", "apple trees pruned", "telescope mirror"):
+        a = [(whole.chunks[r].chunk_id, s) for r, s in whole.lexical_search(q, 5)]
+        b = [(split.chunks[r].chunk_id, s) for r, s in split.lexical_search(q, 5)]
+        assert [c for c, _ in a[:3]] == [c for c, _ in b[:3]]
+        # Scores differ only by each segment's own average chunk length.
+        assert [s for _, s in b[:3]] == pytest.approx([s for _, s in a[:3]], rel=0.15)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import proxy_pointer.stores.local as local_store
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import (
     ConfigError,
@@ -41,35 +43,96 @@ def _gen(target: Path) -> Path:
 
 
 # --- generations ------------------------------------------------------------------------
-def test_layout_and_generations(saved: Path, docs: Path) -> None:
+def _manifest(target: Path) -> dict:
+    return json.loads((_gen(target) / "manifest.json").read_text())
+
+
+def _segments(target: Path) -> list[Path]:
+    return [target / "segments" / s["name"] for s in _manifest(target)["segments"]]
+
+
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_ino, p.stat().st_mtime_ns)
+            for p in folder.rglob("*") if p.is_file()}
+
+
+def test_layout_and_generations(saved: Path, docs: Path, monkeypatch) -> None:
     gen1 = _gen(saved)
     assert gen1.name == "gen-000001"
-    assert sorted(p.name for p in gen1.iterdir()) == [
-        "bm25", "chunks.jsonl", "documents.jsonl", "manifest.json", "sources", "vectors.npy"]
-    manifest = json.loads((gen1 / "manifest.json").read_text())
+    assert sorted(p.name for p in gen1.iterdir()) == ["manifest.json"]
+    manifest = _manifest(saved)
     assert manifest["schema_version"] == SCHEMA_VERSION
     assert manifest["embedder"] == {"model_id": "hash:64", "dimension": 64}
     assert manifest["n_documents"] == 3
-    assert manifest["n_chunks"] == len((gen1 / "chunks.jsonl").read_text().splitlines())
+    [seg] = _segments(saved)
+    assert sorted(p.name for p in seg.iterdir()) == [
+        "bm25", "meta.sqlite", "segment.json", "vectors.npy"]
     # Pickle-free: the vectors load with allow_pickle=False as plain float32.
-    vectors = np.load(gen1 / "vectors.npy", allow_pickle=False)
+    vectors = np.load(seg / "vectors.npy", allow_pickle=False)
     assert vectors.dtype == np.float32 and vectors.shape == (manifest["n_chunks"], 64)
-    assert index_size_bytes(saved) == sum(
-        p.stat().st_size for p in gen1.rglob("*") if p.is_file())
+    assert len(list((saved / "sources").iterdir())) == 3
+    assert index_size_bytes(saved) == (
+        (gen1 / "manifest.json").stat().st_size
+        + sum(p.stat().st_size for p in seg.rglob("*") if p.is_file())
+        + sum(p.stat().st_size for p in (saved / "sources").iterdir()))
 
-    # Each save is a new generation; the previous one is kept, older ones collected.
-    stat_before = {p.name: p.stat().st_ino for p in (gen1 / "sources").iterdir()}
+    # An update writes only the changed document: a new small segment; the old segment's
+    # files are untouched and its replaced document is listed as deleted.
+    before = _files(seg)
     (docs / "harbor.md").write_text((docs / "harbor.md").read_text() + "\nMore.\n")
     update_directory(saved, [docs], embedder=HashEmbedder(64))
     gen2 = _gen(saved)
     assert gen2.name == "gen-000002" and gen1.is_dir()
-    # Unchanged source copies are hard links into the previous generation, not copies.
-    same = {p.name: p.stat().st_ino for p in (gen2 / "sources").iterdir()}
-    assert len(set(same.items()) & set(stat_before.items())) == 2
+    assert [s["deleted"] for s in _manifest(saved)["segments"]] == [["harbor.md"], []]
+    old, new = _segments(saved)
+    assert old == seg and _files(seg) == before
+    assert json.loads((new / "segment.json").read_text())["documents"] == 1
+    assert len(list((saved / "sources").iterdir())) == 4  # the old harbor kept for gen 1
+
+    # Superseded generations are kept for GRACE_SECONDS (readers may use them), then
+    # collected with the files only they needed.
+    monkeypatch.setattr(local_store, "GRACE_SECONDS", 0.0)
     (docs / "harbor.md").write_text((docs / "harbor.md").read_text() + "\nAgain.\n")
     update_directory(saved, [docs], embedder=HashEmbedder(64))
     assert sorted(p.name for p in saved.glob("gen-*")) == ["gen-000002", "gen-000003"]
+    assert len(list((saved / "sources").iterdir())) == 4
     assert Index.load(saved).text("harbor.md").endswith("Again.\n")
+
+
+def test_small_segments_are_merged_and_big_ones_kept(saved: Path, docs: Path,
+                                                     monkeypatch) -> None:
+    monkeypatch.setattr(local_store, "MAX_SMALL_SEGMENTS", 2)
+    monkeypatch.setattr(local_store, "SMALL_SHARE", 0.5)  # the sample documents are tiny
+    [first] = _segments(saved)
+    base = Index.load(saved)
+    for i in range(3):
+        (docs / f"extra{i}.md").write_text(f"# Extra {i}\n\n" + f"Note {i} on lanterns. " * 8)
+        update_directory(saved, [docs], embedder=HashEmbedder(64))
+    names = [p.name for p in _segments(saved)]
+    # Three one-document segments are more than two small ones: merged into one.
+    assert len(names) == 2 and names[0] == first.name
+    assert json.loads((_segments(saved)[1] / "segment.json").read_text())["documents"] == 3
+    idx = Index.load(saved)
+    assert sorted(idx.documents) == sorted([*base.documents, "extra0.md", "extra1.md",
+                                            "extra2.md"])
+    assert idx.retrieve("lanterns", doc_ids=["extra1.md"]).sections
+
+
+def test_a_reader_keeps_its_generation_while_writers_commit(saved: Path, docs: Path) -> None:
+    reader = Index.load(saved)
+    expected = [s.ref for s in reader.retrieve("Which ships may enter at high tide?").sections]
+    harbor = reader.text("harbor.md")
+    (docs / "harbor.md").unlink()
+    (docs / "canal.md").write_text("# Canal\n\nBarges carry grain through the locks. " * 3)
+    update_directory(saved, [docs], embedder=HashEmbedder(64), prune=True)
+    (docs / "orchard.md").write_text("# Orchard\n\nRewritten entirely about pears. " * 3)
+    update_directory(saved, [docs], embedder=HashEmbedder(64), prune=True)
+    assert "harbor.md" not in Index.load(saved).documents
+    # The reader opened generation 1: same documents, same text, same answers.
+    assert "harbor.md" in reader.documents and "canal.md" not in reader.documents
+    assert reader.text("harbor.md") == harbor
+    assert [s.ref for s in reader.retrieve("Which ships may enter at high tide?").sections] \
+        == expected
 
 
 def test_empty_index_round_trips(tmp_path: Path) -> None:
@@ -128,29 +191,30 @@ def test_write_lock_waits_for_release(tmp_path: Path) -> None:
 # --- crash safety ------------------------------------------------------------------------
 _KILLED_WRITER = r"""
 import os, sys, time
-import proxy_pointer.stores.local as store
+import proxy_pointer.stores.disk as disk
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.index import update_directory
 
 stage, target, docs = sys.argv[1:4]
-real_write, real_replace = store._write_file, os.replace
+real_meta, real_replace = disk._write_meta, os.replace
 
 def pause():
     print("WRITING", flush=True)
     time.sleep(120)
 
-def write_file(path, data):
-    if stage == "partial" and path.name == "chunks.jsonl":
-        real_write(path, data[: len(data) // 2])  # half a file on disk when we die
+def write_meta(path, docs):
+    real_meta(path, docs)
+    if stage == "partial":
+        with open(path, "r+b") as f:
+            f.truncate(path.stat().st_size // 2)  # half a file on disk when we die
         pause()
-    real_write(path, data)
 
 def replace(src, dst):
     if stage == "commit" and os.path.basename(dst) == "CURRENT":
         pause()  # the new generation is complete and renamed, CURRENT not swapped yet
     real_replace(src, dst)
 
-store._write_file = write_file
+disk._write_meta = write_meta
 os.replace = replace
 update_directory(target, [docs], embedder=HashEmbedder(64), prune=True)
 print("DONE", flush=True)
@@ -158,7 +222,8 @@ print("DONE", flush=True)
 
 
 @pytest.mark.parametrize("stage", ["partial", "commit"])
-def test_killed_writer_leaves_previous_generation(stage: str, saved: Path, docs: Path) -> None:
+def test_killed_writer_leaves_previous_generation(stage: str, saved: Path, docs: Path,
+                                                  monkeypatch) -> None:
     before = Index.load(saved)
     old_harbor = before.text("harbor.md")
     (docs / "harbor.md").write_text(old_harbor.replace("Tides", "Tide windows"))
@@ -184,11 +249,11 @@ def test_killed_writer_leaves_previous_generation(stage: str, saved: Path, docs:
                 stream.close()
     assert proc.returncode == -signal.SIGKILL
 
-    leftovers = sorted(p.name for p in saved.iterdir() if p.name.startswith((".tmp-", "gen-")))
+    segs = sorted(p.name for p in (saved / "segments").iterdir())
     if stage == "partial":
-        assert any(n.startswith(".tmp-gen-000002") for n in leftovers)
+        assert any(n.startswith(".tmp-seg-000002") for n in segs)
     else:
-        assert "gen-000002" in leftovers
+        assert "gen-000002" in {p.name for p in saved.glob("gen-*")} and "seg-000002" in segs
     assert _gen(saved).name == "gen-000001"
 
     after = Index.load(saved)
@@ -198,77 +263,72 @@ def test_killed_writer_leaves_previous_generation(stage: str, saved: Path, docs:
     np.testing.assert_array_equal(after.vectors, before.vectors)
 
     # The next writer succeeds and collects the dead writer's leftovers.
+    monkeypatch.setattr(local_store, "GRACE_SECONDS", 0.0)
     _, rep = update_directory(saved, [docs], embedder=HashEmbedder(64), prune=True)
     assert rep.added == ("new.md",) and rep.updated == ("harbor.md",)
     assert rep.removed == ("orchard.md",)
-    names = sorted(p.name for p in saved.iterdir() if p.name.startswith((".tmp-", "gen-")))
     expected = "gen-000003" if stage == "commit" else "gen-000002"
-    assert names == ["gen-000001", expected]
     assert _gen(saved).name == expected
+    assert not [p for p in (saved / "segments").iterdir() if p.name.startswith(".tmp-")]
+    assert sorted(p.name for p in (saved / "segments").iterdir()) == sorted(
+        {p.name for p in _segments(saved)} | {"seg-000001"})
     assert sorted(Index.load(saved).documents) == ["harbor.md", "new.md", "observatory.md"]
 
 
 # --- bad input ---------------------------------------------------------------------------
-def test_truncated_vectors(saved: Path) -> None:
-    path = _gen(saved) / "vectors.npy"
-    data = path.read_bytes()
-    path.write_bytes(data[: len(data) - 100])
+def test_truncated_or_corrupt_segment_files(saved: Path) -> None:
+    [seg] = _segments(saved)
+    for name in ("vectors.npy", "meta.sqlite", next((seg / "bm25").iterdir()).name):
+        path = seg / name if (seg / name).exists() else seg / "bm25" / name
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) - 7])
+        with pytest.raises(IndexCorruptError, match=re.escape(str(path)) + ": .*truncated"):
+            Index.load(saved)
+        path.unlink()
+        with pytest.raises(IndexCorruptError, match=re.escape(str(path)) + ": missing"):
+            Index.load(saved)
+        path.write_bytes(data)
+    # Damage of the same size is caught when the file is parsed.
+    vec = seg / "vectors.npy"
+    data = vec.read_bytes()
+    vec.write_bytes(b"\0" * len(data))
     with pytest.raises(IndexCorruptError, match=r"vectors\.npy: unreadable"):
         Index.load(saved)
-    path.write_bytes(b"")
-    with pytest.raises(IndexCorruptError, match=r"vectors\.npy"):
+    vec.write_bytes(data)
+    bm25 = seg / "bm25" / "vocab.index.json"
+    raw = bm25.read_bytes()
+    bm25.write_bytes(b"{" * len(raw))
+    idx = Index.load(saved)  # the lexical index is read on the first hybrid query
+    with pytest.raises(IndexCorruptError, match=r"bm25: BM25 index unreadable"):
+        idx.retrieve("ferries")
+    bm25.write_bytes(raw)
+    (seg / "segment.json").write_text("{")
+    with pytest.raises(IndexCorruptError, match=r"segment\.json: unreadable"):
         Index.load(saved)
-    path.write_bytes(data[:40])  # inside the header
-    with pytest.raises(IndexCorruptError, match=r"vectors\.npy"):
-        Index.load(saved)
-    path.unlink()
-    with pytest.raises(IndexCorruptError, match=r"vectors\.npy: missing"):
-        Index.load(saved)
-
-
-def test_vectors_that_do_not_match_chunks(saved: Path) -> None:
-    gen = _gen(saved)
-    vectors = np.load(gen / "vectors.npy")
-    np.save(gen / "vectors.npy", vectors[:-1], allow_pickle=False)
-    with pytest.raises(IndexCorruptError, match=r"vectors\.npy: shape .* does not match"):
-        Index.load(saved)
-    np.save(gen / "vectors.npy", vectors[:, :32], allow_pickle=False)
-    with pytest.raises(IndexCorruptError, match=r"dimension 32, manifest says 64"):
-        Index.load(saved)
-    np.save(gen / "vectors.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    with pytest.raises(IndexCorruptError, match=r"vectors\.npy"):
-        Index.load(saved)  # never unpickles
-
-
-def test_broken_chunks_line(saved: Path) -> None:
-    path = _gen(saved) / "chunks.jsonl"
-    lines = path.read_text().splitlines(keepends=True)
-    lines[1] = lines[1][: len(lines[1]) // 2] + "\n"
-    path.write_text("".join(lines))
-    with pytest.raises(IndexCorruptError, match=r"chunks\.jsonl: line 2: not valid JSON"):
-        Index.load(saved)
-    path.write_bytes(b"\xff\xfe\n")
-    with pytest.raises(IndexCorruptError, match=r"chunks\.jsonl: not UTF-8"):
+    (seg / "segment.json").unlink()
+    with pytest.raises(IndexCorruptError, match=r"segment\.json: missing"):
         Index.load(saved)
 
 
-def test_missing_or_broken_files(saved: Path) -> None:
-    gen = _gen(saved)
-    (gen / "documents.jsonl").rename(gen / "documents.bak")
-    with pytest.raises(IndexCorruptError, match=r"documents\.jsonl: missing"):
-        Index.load(saved)
-    (gen / "documents.bak").rename(gen / "documents.jsonl")
-
-    source = next((gen / "sources").iterdir())
+def test_missing_segment_or_source(saved: Path) -> None:
+    [seg] = _segments(saved)
+    idx = Index.load(saved)
+    source = next((saved / "sources").iterdir())
     data = source.read_bytes()
     source.write_bytes(b"\xff" + data)
-    with pytest.raises(IndexCorruptError, match=r"stored copy of .* is damaged"):
-        Index.load(saved)
+    with pytest.raises(IndexCorruptError, match=r"stored copy is damaged"):
+        [idx.text(d) for d in idx.documents]
     source.unlink()
-    with pytest.raises(IndexCorruptError, match=r"stored copy of .* is missing"):
-        Index.load(saved)
+    with pytest.raises(IndexCorruptError, match=r"stored copy of a document is missing"):
+        [Index.load(saved).text(d) for d in idx.documents]
     source.write_bytes(data)
+    seg.rename(seg.with_name("elsewhere"))
+    with pytest.raises(IndexCorruptError, match=r"seg-000001: segment named by gen-000001 is"):
+        Index.load(saved)
 
+
+def test_missing_or_broken_manifest(saved: Path) -> None:
+    gen = _gen(saved)
     manifest = (gen / "manifest.json").read_text()
     (gen / "manifest.json").write_text(manifest[:20])
     with pytest.raises(IndexCorruptError, match=r"manifest\.json: not valid JSON"):
@@ -280,6 +340,11 @@ def test_missing_or_broken_files(saved: Path) -> None:
     del bad["chunking"]
     (gen / "manifest.json").write_text(json.dumps(bad))
     with pytest.raises(IndexCorruptError, match=r"manifest\.json: bad settings"):
+        Index.load(saved)
+    bad = json.loads(manifest)
+    bad["n_chunks"] += 1
+    (gen / "manifest.json").write_text(json.dumps(bad))
+    with pytest.raises(IndexCorruptError, match=r"chunks, its segments hold"):
         Index.load(saved)
     (gen / "manifest.json").unlink()
     with pytest.raises(IndexCorruptError, match=r"manifest\.json: missing"):
@@ -300,22 +365,26 @@ def test_current_pointer_problems(saved: Path, tmp_path: Path) -> None:
         Index.load(tmp_path / "never-created")
 
 
-def test_unknown_schema_version(saved: Path) -> None:
+def test_old_or_unknown_schema_version(saved: Path) -> None:
     path = _gen(saved) / "manifest.json"
     manifest = json.loads(path.read_text())
     manifest["schema_version"] = 99
     path.write_text(json.dumps(manifest))
-    with pytest.raises(IndexMismatchError, match=r"schema version 99, this library reads 1"):
+    with pytest.raises(IndexMismatchError, match=r"schema version 99, this library reads 2"):
+        Index.load(saved)
+    manifest["schema_version"] = 1
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(IndexMismatchError, match=r"proxy-pointer index DOCS --index NEW_DIR"):
         Index.load(saved)
 
 
 def test_load_index_checks_expected_embedder(saved: Path) -> None:
-    stored = LocalStore(saved).read(expect_embedder="hash:64", expect_dimension=64)
-    assert stored.generation == "gen-000001" and len(stored.documents) == 3
+    stored = LocalStore(saved).open(expect_embedder="hash:64", expect_dimension=64)
+    assert stored.generation == "gen-000001" and stored.segments.n_documents() == 3
     with pytest.raises(IndexMismatchError, match=r"'hash:64', but 'minilm' was requested"):
-        LocalStore(saved).read(expect_embedder="minilm")
+        LocalStore(saved).open(expect_embedder="minilm")
     with pytest.raises(IndexMismatchError, match=r"dimension 64, the embedder produces 384"):
-        LocalStore(saved).read(expect_dimension=384)
+        LocalStore(saved).open(expect_dimension=384)
 
 
 # --- vector index ------------------------------------------------------------------------
@@ -339,21 +408,40 @@ def test_flat_search_and_row_filter() -> None:
     assert len(vi.search(vecs[0], 500)[1]) == 50
 
 
-def test_hnsw_recall_on_random_vectors() -> None:
-    vecs = _unit(500, 32, seed=1)
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+def test_approximate_recall_on_random_vectors(kind: str, tmp_path: Path) -> None:
+    from proxy_pointer.vectors import build_approximate, open_approximate
+
+    vecs = _unit(2000, 32, seed=1)
+    config = VectorIndexConfig(kind=kind, nprobe=32)
+    built = build_approximate(vecs, config, kind)
+    faiss_path = tmp_path / "index.faiss"
+    import faiss
+
+    faiss.write_index(built, str(faiss_path))
+    approx = VectorIndex(vecs, config, prebuilt=open_approximate(faiss_path, 2000, 32))
+    assert approx.approximate
     flat = VectorIndex(vecs)
-    hnsw = VectorIndex(vecs, VectorIndexConfig(kind="hnsw"))
     queries = _unit(20, 32, seed=2)
-    hits = 0
-    for q in queries:
-        hits += len(set(flat.search(q, 10)[1]) & set(hnsw.search(q, 10)[1]))
+    hits = sum(len(set(flat.search(q, 10)[1]) & set(approx.search(q, 10)[1])) for q in queries)
     assert hits / 200 >= 0.9
-    blob = hnsw.faiss_bytes()
-    assert blob and flat.faiss_bytes() is None
+    # Deleted rows never come back, approximate or exact.
+    dead = np.sort(flat.search(queries[0], 5)[1])
+    assert not set(approx.search(queries[0], 10, exclude=dead)[1]) & set(dead)
+    assert not set(flat.search(queries[0], 10, exclude=dead)[1]) & set(dead)
+    with pytest.raises(IndexCorruptError, match=r"holds 2000 vectors of dimension 32"):
+        open_approximate(faiss_path, 1999, 32)
+
+
+def test_auto_kind_switches_at_the_threshold() -> None:
+    config = VectorIndexConfig(approximate_from=1000)
+    assert config.approximate_kind(999) is None and config.approximate_kind(1000) == "ivf"
+    assert VectorIndexConfig(kind="flat").approximate_kind(10**9) is None
+    assert config.lists_for(1_000_000) == 4000 and config.lists_for(100) == 2
 
 
 def test_vector_index_config_validation() -> None:
-    with pytest.raises(ConfigError, match="'flat' or 'hnsw'"):
-        VectorIndexConfig(kind="ivf")
+    with pytest.raises(ConfigError, match="one of auto, flat, ivf, hnsw"):
+        VectorIndexConfig(kind="pq")
     with pytest.raises(ConfigError, match="hnsw_m"):
         VectorIndexConfig(kind="hnsw", hnsw_m=1)

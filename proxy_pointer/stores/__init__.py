@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import os
 
-from .base import SCHEMA_VERSION, DocumentRecord, EmbedderInfo, IndexData, Manifest, Store
+from .base import SCHEMA_VERSION, DocumentRecord, EmbedderInfo, Manifest, OpenedIndex, Store
 from .local import LocalStore, current_generation, index_size_bytes, write_lock
+from .segments import DocumentParts, MemorySegment, Segment, SegmentSet
 
 __all__ = [
     "SCHEMA_VERSION",
+    "DocumentParts",
     "DocumentRecord",
     "EmbedderInfo",
-    "IndexData",
     "LocalStore",
     "Manifest",
+    "MemorySegment",
+    "OpenedIndex",
+    "Segment",
+    "SegmentSet",
     "Store",
     "current_generation",
     "index_size_bytes",

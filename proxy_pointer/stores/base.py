@@ -1,38 +1,40 @@
 """What every index store holds and does: typed records and the :class:`Store` protocol.
 
-A store keeps committed *generations* of an index: a manifest, document records, the stored
-copy of each source, chunk rows (the proxies, row ``i`` = vector ``i``), vectors and the
-lexical index. Writing a generation is atomic: readers see the previous one until the new
-one is complete. :mod:`proxy_pointer.stores.local` is the embedded default (a directory);
-another engine (Milvus) is a new module beside it implementing the same protocol.
+A store keeps committed *generations* of an index: a manifest and the segments
+(:mod:`.segments`) holding document records, the stored copy of each source, chunk rows (the
+proxies, row ``i`` = vector ``i``), vectors and the lexical index. Writing a generation is
+atomic: readers see the previous one until the new one is complete.
+:mod:`proxy_pointer.stores.local` is the embedded default (a directory); another engine
+(Milvus) is a new module beside it implementing the same protocol.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
-
-from ..chunking import CHUNKER_VERSION, Chunk, ChunkConfig
+from ..chunking import CHUNKER_VERSION, ChunkConfig
 from ..errors import ConfigError, IndexCorruptError
-from ..lexical import LexicalIndex
-from ..vectors import VectorIndex, VectorIndexConfig
+from ..vectors import VectorIndexConfig
+
+if TYPE_CHECKING:
+    from .segments import SegmentSet
 
 __all__ = [
     "SCHEMA_VERSION",
     "DocumentRecord",
     "EmbedderInfo",
-    "IndexData",
     "Manifest",
+    "OpenedIndex",
     "Store",
 ]
 
-#: Version of the stored layout; a store refuses to read another one.
-SCHEMA_VERSION = 1
+#: Version of the stored layout; a store refuses to read another one (1: whole-file
+#: generations, before segments).
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -143,22 +145,12 @@ class Manifest:
             raise IndexCorruptError(f"{source}: bad settings ({e!r})") from None
 
 
-@dataclass
-class IndexData:
-    """One generation of an index, in memory: what a store writes and reads back.
-
-    ``vector_index`` is a prebuilt approximate index (``None`` for exact search, which
-    needs nothing beyond ``vectors``). ``lexical`` is written when given; on read it is
-    ``None`` and loaded on demand with :meth:`Store.read_lexical`.
-    """
+@dataclass(frozen=True)
+class OpenedIndex:
+    """A committed generation as a store opens it: settings plus segments read on demand."""
 
     manifest: Manifest
-    documents: dict[str, DocumentRecord]
-    texts: Mapping[str, str]  # doc_id -> source text as indexed
-    chunks: Sequence[Chunk]  # row order == vectors order
-    vectors: np.ndarray
-    vector_index: VectorIndex | None = None
-    lexical: LexicalIndex | None = None
+    segments: SegmentSet
     generation: str = ""
 
 
@@ -183,15 +175,12 @@ class Store(Protocol):
         """The committed generation's manifest."""
         ...
 
-    def read(self, *, expect_embedder: str | None = None,
-             expect_dimension: int | None = None) -> IndexData:
+    def open(self, *, expect_embedder: str | None = None,
+             expect_dimension: int | None = None) -> OpenedIndex:
         """The committed generation; :class:`IndexMismatchError` for another embedder."""
         ...
 
-    def read_lexical(self, generation: str, n_rows: int) -> LexicalIndex | None:
-        """The saved lexical index of ``generation``, or ``None`` if it has none."""
-        ...
-
-    def write(self, data: IndexData) -> str:
-        """Write and commit a new generation atomically (lock held); returns its name."""
+    def write(self, manifest: Manifest, segments: SegmentSet) -> tuple[str, SegmentSet]:
+        """Write what is new in ``segments`` and commit a generation atomically (lock
+        held); returns its name and the committed segments as the store now serves them."""
         ...

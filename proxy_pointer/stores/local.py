@@ -1,4 +1,4 @@
-"""The embedded default store: an index directory of atomic, pickle-free generations.
+"""The embedded default store: an index directory of segments and atomic generations.
 
 Layout of an index directory::
 
@@ -7,19 +7,20 @@ Layout of an index directory::
       lock                 advisory lock file held by a writer
       gen-000007/
         manifest.json      schema version, library version, embedder id and dimension,
-                           chunking settings, vector-index settings, counts
-        documents.jsonl    one line per document: id, source path, size, sha256, ...
-        chunks.jsonl       one line per chunk (row i of vectors.npy), the chunk's pointers
-        vectors.npy        float32 (n_chunks, dimension), saved with allow_pickle=False
-        sources/<sha256>   the exact text of each document as it was indexed
-        hnsw.faiss         only for an approximate index (rebuilt otherwise)
-        bm25/              the lexical index (bm25s' arrays and JSON); an index saved
-                           without it gets one built in memory on its first hybrid query
+                           chunking and vector-index settings, counts, and the generation's
+                           segments: each segment's name and its deleted document ids
+      segments/seg-000012/ one immutable segment (see :mod:`proxy_pointer.stores.disk`)
+      sources/<sha256>     the exact text of each document as indexed, shared by all
 
-A save writes a complete new generation, flushes it, then swaps ``CURRENT`` with an atomic
-``os.replace``; a crash at any point leaves the previous generation committed and loadable.
-Unchanged source copies are hard-linked from the previous generation, so a save costs what
-changed. The previous generation is kept for readers that are still loading it.
+A generation is a small manifest naming immutable segments (:mod:`.segments`). A save
+writes only what changed: new documents become a new segment, replaced and removed ones
+are listed as deleted in the manifest, and small segments are merged once there are more
+than :data:`MAX_SMALL_SEGMENTS` of them (or a segment is mostly deleted). New files are
+written and flushed first; then the manifest; then ``CURRENT`` is swapped with an atomic
+``os.replace``. A crash at any point leaves the previous generation committed and
+loadable; the next writer collects what the dead one left. Files of superseded
+generations are kept while the generation is the previous one or was superseded less than
+:data:`GRACE_SECONDS` ago, so a reader that opened it keeps a consistent view.
 """
 
 from __future__ import annotations
@@ -35,18 +36,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..chunking import Chunk
 from ..errors import IndexCorruptError, IndexLockedError, IndexMismatchError
-from ..lexical import LexicalIndex
-from ..vectors import VectorIndex
-from .base import SCHEMA_VERSION, DocumentRecord, IndexData, Manifest
+from .base import SCHEMA_VERSION, Manifest, OpenedIndex
+from .disk import DiskSegment, write_segment
+from .segments import DocumentParts, MemorySegment, SegmentSet
 
-__all__ = ["LocalStore", "current_generation", "index_size_bytes", "write_lock"]
+__all__ = ["GRACE_SECONDS", "MAX_SMALL_SEGMENTS", "SMALL_SHARE", "LocalStore", "current_generation",
+           "index_size_bytes", "write_lock"]
 
 _CURRENT = "CURRENT"
-_LEXICAL = "bm25"
+_SEGMENTS, _SOURCES = "segments", "sources"
+#: A segment is *small* below this share of the index's live rows; small segments are
+#: merged into one once there would be more than :data:`MAX_SMALL_SEGMENTS` of them.
+SMALL_SHARE = 1 / 16
+MAX_SMALL_SEGMENTS = 8
+#: Seconds a superseded generation's files are kept for readers that still use it.
+GRACE_SECONDS = 600.0
 
 
 # --- locking ----------------------------------------------------------------------------
@@ -82,7 +87,7 @@ def write_lock(directory: str | os.PathLike[str], *, timeout: float = 0.0) -> It
         os.close(fd)
 
 
-# --- saving -----------------------------------------------------------------------------
+# --- files ------------------------------------------------------------------------------
 def _fsync(path: Path) -> None:
     """Flush a file or a folder (its entries) to disk."""
     fd = os.open(path, os.O_RDONLY)
@@ -99,10 +104,6 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
-def _jsonl(rows: list[dict[str, Any]]) -> bytes:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
-
-
 def current_generation(directory: str | os.PathLike[str]) -> Path | None:
     """The committed generation folder, or ``None`` when the directory holds no index."""
     directory = Path(directory)
@@ -117,16 +118,28 @@ def current_generation(directory: str | os.PathLike[str]) -> Path | None:
     return directory / name
 
 
-def _chunk_from_row(row: dict[str, Any]) -> Chunk:
-    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in row.items()}
-    return Chunk(**fields)
+def _generation_number(name: str) -> int:
+    tail = name.split("-", 1)[1] if "-" in name else ""
+    return int(tail) if tail.isdigit() else 0
+
+
+def _segment_list(raw: dict[str, Any], source: str) -> list[tuple[str, list[str]]]:
+    try:
+        out = [(str(s["name"]), [str(d) for d in s.get("deleted", [])])
+               for s in raw["segments"]]
+    except (KeyError, TypeError) as e:
+        raise IndexCorruptError(f"{source}: bad segment list ({e!r})") from None
+    for name, _ in out:
+        if not name.startswith("seg-") or "/" in name:
+            raise IndexCorruptError(f"{source}: bad segment name {name!r}")
+    return out
 
 
 class LocalStore:
     """An index directory on the local file system (see the module docstring for layout).
 
     >>> store = LocalStore(".proxy-pointer-index")        # doctest: +SKIP
-    >>> data = store.read()                               # doctest: +SKIP
+    >>> opened = store.open()                              # doctest: +SKIP
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
@@ -146,73 +159,8 @@ class LocalStore:
         return write_lock(self.directory, timeout=timeout)
 
     def size_bytes(self) -> int:
-        """Bytes on disk of the committed generation (what a reader loads)."""
+        """Bytes on disk of the committed generation (what a reader may read)."""
         return index_size_bytes(self.directory)
-
-    # --- writing ------------------------------------------------------------------------
-    def write(self, data: IndexData) -> str:
-        """Write ``data`` as a new generation and commit it atomically; returns its name.
-
-        The caller holds :meth:`lock`.
-        """
-        directory = self.directory
-        directory.mkdir(parents=True, exist_ok=True)
-        previous = current_generation(directory)
-        prev_num = int(previous.name.split("-")[1]) if previous is not None else 0
-        existing = [int(p.name.split("-")[1]) for p in directory.glob("gen-*")
-                    if p.name[4:].isdigit()]
-        num = max([prev_num, *existing]) + 1
-        gen = directory / f"gen-{num:06d}"
-        tmp = directory / f".tmp-{gen.name}-{os.getpid()}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        (tmp / "sources").mkdir(parents=True)
-
-        n = data.vectors.shape[0] if data.vectors.ndim == 2 else 0
-        if n != len(data.chunks):
-            raise IndexCorruptError(f"{n} vectors for {len(data.chunks)} chunks")
-        manifest = dataclasses.replace(data.manifest, schema_version=SCHEMA_VERSION,
-                                       n_documents=len(data.documents),
-                                       n_chunks=len(data.chunks))
-        docs = sorted(data.documents.values(), key=lambda r: r.doc_id)
-        _write_file(tmp / "documents.jsonl", _jsonl([r.to_dict() for r in docs]))
-        _write_file(tmp / "chunks.jsonl", _jsonl([dataclasses.asdict(c) for c in data.chunks]))
-        with open(tmp / "vectors.npy", "wb") as f:
-            np.save(f, np.ascontiguousarray(data.vectors, dtype=np.float32), allow_pickle=False)
-            f.flush()
-            os.fsync(f.fileno())
-        blob = data.vector_index.faiss_bytes() if data.vector_index is not None else None
-        if blob is not None:
-            _write_file(tmp / "hnsw.faiss", blob)
-        if data.lexical is not None and data.lexical.n_rows:
-            data.lexical.save(tmp / _LEXICAL)
-            for part in (tmp / _LEXICAL).iterdir():
-                _fsync(part)
-            _fsync(tmp / _LEXICAL)
-        for rec in docs:
-            target = tmp / "sources" / rec.sha256
-            if target.exists():
-                continue
-            old = previous / "sources" / rec.sha256 if previous is not None else None
-            if old is not None and old.is_file():
-                try:
-                    os.link(old, target)
-                    continue
-                except OSError:
-                    pass  # another file system: fall through and write a copy
-            _write_file(target, data.texts[rec.doc_id].encode("utf-8"))
-        # The manifest goes last: a generation without one is never committed.
-        _write_file(tmp / "manifest.json",
-                    json.dumps(manifest.to_dict(), indent=2, sort_keys=True).encode())
-        _fsync(tmp / "sources")
-        _fsync(tmp)
-        os.rename(tmp, gen)
-        pointer = directory / f".{_CURRENT}.tmp"
-        _write_file(pointer, (gen.name + "\n").encode())
-        os.replace(pointer, directory / _CURRENT)
-        _fsync(directory)
-        _collect_garbage(directory, keep={gen.name} | ({previous.name} if previous else set()))
-        return gen.name
 
     # --- reading ------------------------------------------------------------------------
     def read_manifest(self) -> Manifest:
@@ -223,7 +171,7 @@ class LocalStore:
         """
         return self._manifest()[1]
 
-    def _manifest(self) -> tuple[Path, Manifest]:
+    def _manifest(self) -> tuple[Path, Manifest, dict[str, Any]]:
         directory = self.directory
         if not directory.is_dir():
             raise IndexCorruptError(f"{directory}: no index here (not a directory)")
@@ -234,135 +182,262 @@ class LocalStore:
             raise IndexCorruptError(
                 f"{directory}/{_CURRENT}: names generation {gen.name}, which is missing"
             )
-        try:
-            raw = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise IndexCorruptError(f"{gen}/manifest.json: missing") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise IndexCorruptError(f"{gen}/manifest.json: not valid JSON ({e})") from None
-        if not isinstance(raw, dict) or not isinstance(raw.get("embedder", {}), dict):
-            raise IndexCorruptError(f"{gen}/manifest.json: not an index manifest")
+        raw = _read_manifest(gen / "manifest.json")
         schema = raw.get("schema_version")
         if schema != SCHEMA_VERSION:
+            how = ("rebuild it: proxy-pointer index DOCS --index NEW_DIR (or "
+                   f"proxy-pointer upgrade --index {directory})" if schema == 1
+                   else "rebuild it in a new directory: proxy-pointer index DOCS --index NEW_DIR")
             raise IndexMismatchError(
                 f"{directory}: index schema version {schema!r}, this library reads "
-                f"{SCHEMA_VERSION}; rebuild it in a new directory: "
-                "proxy-pointer index DOCS --index NEW_DIR"
+                f"{SCHEMA_VERSION}; {how}"
             )
-        return gen, Manifest.from_dict(raw, source=f"{gen}/manifest.json")
+        return gen, Manifest.from_dict(raw, source=f"{gen}/manifest.json"), raw
 
-    def read(self, *, expect_embedder: str | None = None,
-             expect_dimension: int | None = None) -> IndexData:
-        """Read the committed generation.
+    def open(self, *, expect_embedder: str | None = None,
+             expect_dimension: int | None = None) -> OpenedIndex:
+        """Open the committed generation without reading its contents.
 
-        Raises :class:`IndexCorruptError` for a missing or unreadable file and
+        Raises :class:`IndexCorruptError` for a missing or damaged file and
         :class:`IndexMismatchError` for an unknown schema or another embedder than expected.
         """
-        directory = self.directory
-        gen, manifest = self._manifest()
+        gen, manifest, raw = self._manifest()
         emb = manifest.embedder
         if expect_embedder is not None and emb.model_id != expect_embedder:
             raise IndexMismatchError(
-                f"{directory}: index was built with embedder {emb.model_id!r}, "
+                f"{self.directory}: index was built with embedder {emb.model_id!r}, "
                 f"but {expect_embedder!r} was requested"
             )
         if expect_dimension is not None and emb.dimension != expect_dimension:
             raise IndexMismatchError(
-                f"{directory}: index vectors have dimension {emb.dimension!r}, "
+                f"{self.directory}: index vectors have dimension {emb.dimension!r}, "
                 f"the embedder produces {expect_dimension}"
             )
-        docs = {}
-        for row in _read_jsonl(gen / "documents.jsonl"):
-            rec = DocumentRecord.from_dict(row, source=f"{gen}/documents.jsonl")
-            docs[rec.doc_id] = rec
+        slots = []
+        for name, deleted in _segment_list(raw, f"{gen}/manifest.json"):
+            folder = self.directory / _SEGMENTS / name
+            if not folder.is_dir():
+                raise IndexCorruptError(f"{folder}: segment named by {gen.name} is missing")
+            slots.append((DiskSegment(folder, source=self._source, dimension=emb.dimension),
+                          deleted))
+        segments = SegmentSet(slots, emb.dimension)
+        if segments.n_rows != manifest.n_chunks:
+            raise IndexCorruptError(f"{gen}/manifest.json: {manifest.n_chunks} chunks, its "
+                                    f"segments hold {segments.n_rows}")
+        return OpenedIndex(manifest=manifest, segments=segments, generation=gen.name)
+
+    def _source(self, sha256: str) -> str:
+        path = self.directory / _SOURCES / sha256
         try:
-            chunks = [_chunk_from_row(r) for r in _read_jsonl(gen / "chunks.jsonl")]
-        except (TypeError, AttributeError) as e:
-            raise IndexCorruptError(f"{gen}/chunks.jsonl: bad chunk record ({e})") from None
-        orphans = {c.doc_id for c in chunks} - set(docs)
-        if orphans:
-            raise IndexCorruptError(
-                f"{gen}/chunks.jsonl: chunks of documents not in documents.jsonl: "
-                f"{sorted(orphans)[:3]}"
-            )
-        try:
-            vectors = np.load(gen / "vectors.npy", allow_pickle=False)
+            return path.read_bytes().decode("utf-8")
         except FileNotFoundError:
-            raise IndexCorruptError(f"{gen}/vectors.npy: missing") from None
-        except (ValueError, OSError, EOFError) as e:
-            raise IndexCorruptError(f"{gen}/vectors.npy: unreadable ({e})") from None
-        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
-            raise IndexCorruptError(
-                f"{gen}/vectors.npy: shape {vectors.shape} does not match {len(chunks)} chunks"
-            )
-        if len(chunks) and vectors.shape[1] != emb.dimension:
-            raise IndexCorruptError(
-                f"{gen}/vectors.npy: dimension {vectors.shape[1]}, manifest says {emb.dimension}"
-            )
-        vectors = vectors.astype(np.float32, copy=False)
-        texts = {}
-        for rec in docs.values():
-            src = gen / "sources" / rec.sha256
-            try:
-                texts[rec.doc_id] = src.read_bytes().decode("utf-8")
-            except FileNotFoundError:
-                raise IndexCorruptError(
-                    f"{src}: stored copy of {rec.doc_id} is missing") from None
-            except UnicodeDecodeError as e:
-                raise IndexCorruptError(
-                    f"{src}: stored copy of {rec.doc_id} is damaged ({e})"
-                ) from None
-        vindex = None
-        if (gen / "hnsw.faiss").exists():
-            vindex = VectorIndex.from_bytes(vectors, manifest.vector_index,
-                                            (gen / "hnsw.faiss").read_bytes(),
-                                            name=f"{gen}/hnsw.faiss")
-        return IndexData(manifest=manifest, documents=docs, texts=texts, chunks=chunks,
-                         vectors=vectors, vector_index=vindex, generation=gen.name)
+            raise IndexCorruptError(f"{path}: stored copy of a document is missing") from None
+        except UnicodeDecodeError as e:
+            raise IndexCorruptError(f"{path}: stored copy is damaged ({e})") from None
 
-    def read_lexical(self, generation: str, n_rows: int) -> LexicalIndex | None:
-        """The BM25 index saved with ``generation``; ``None`` when it was saved without one
-        or the generation has since been collected (the caller then builds one)."""
-        folder = self.directory / generation / _LEXICAL
-        if not folder.is_dir():
-            return None
-        return LexicalIndex.load(folder, n_rows)
+    # --- writing ------------------------------------------------------------------------
+    def write(self, manifest: Manifest, segments: SegmentSet) -> tuple[str, SegmentSet]:
+        """Write what is new in ``segments`` and commit it as a generation (lock held).
 
+        Returns the generation's name and the committed segments, reopened from disk.
+        """
+        directory = self.directory
+        seg_dir, src_dir = directory / _SEGMENTS, directory / _SOURCES
+        seg_dir.mkdir(parents=True, exist_ok=True)
+        src_dir.mkdir(exist_ok=True)
+        previous = current_generation(directory)
+        gen_num = max([_generation_number(p.name) for p in directory.glob("gen-*")]
+                      + [_generation_number(previous.name) if previous else 0]) + 1
+        next_seg = max([_generation_number(p.name) for p in seg_dir.glob("seg-*")] + [0]) + 1
 
-def _collect_garbage(directory: Path, keep: set[str]) -> None:
-    """Delete generations other than ``keep`` and temp folders of writers that died."""
-    for p in directory.glob("gen-*"):
-        if p.is_dir() and p.name not in keep:
+        listed: list[tuple[str, list[str]]] = []
+        merge: list[DocumentParts] = []
+        total = max(segments.n_rows, 1)
+        plan = []
+        for seg, deleted in segments.slots:
+            dead = sum(len(seg.doc_rows(d)) for d in deleted)
+            live = seg.n_rows - dead
+            ours = isinstance(seg, DiskSegment) and seg.folder.parent == seg_dir
+            if set(seg.sha256s()) <= set(deleted):
+                continue  # every document in it was replaced or removed
+            plan.append((seg, deleted, live, ours, dead))
+        small = [p for p in plan if p[3] and p[2] < total * SMALL_SHARE]
+        fresh = any(not p[3] for p in plan)  # a new segment is about to be written
+        merge_small = len(small) + fresh > MAX_SMALL_SEGMENTS
+        for seg, deleted, live, ours, dead in plan:
+            fits = (isinstance(seg, DiskSegment) and seg.approximate
+                    == manifest.vector_index.approximate_kind(seg.n_rows))
+            if (ours and fits and not (merge_small and live < total * SMALL_SHARE)
+                    and dead * 2 <= seg.n_rows):
+                listed.append((seg.name, sorted(deleted)))
+            elif isinstance(seg, DiskSegment) and not ours and fits and not deleted:
+                name = f"seg-{next_seg:06d}"
+                next_seg += 1
+                self._adopt(seg, seg_dir / name)
+                listed.append((name, []))
+            else:
+                merge.extend(seg.parts(d) for d in seg.sha256s() if d not in deleted)
+        if merge:
+            merge.sort(key=lambda p: p.record.doc_id)
+            for p in merge:
+                self._store_source(p.record.sha256, p.text)
+            name = f"seg-{next_seg:06d}"
+            mem = [s for s, _ in segments.slots if isinstance(s, MemorySegment)]
+            lexical = (mem[0].built_lexical() if len(mem) == 1 and _same_order(mem[0], merge)
+                       else None)
+            write_segment(seg_dir / name, merge, dimension=manifest.embedder.dimension,
+                          config=manifest.vector_index, lexical=lexical)
+            listed.append((name, []))
+        _fsync(src_dir)
+        _fsync(seg_dir)
+
+        opened: list[tuple[DiskSegment, list[str]]] = []
+        for name, gone in listed:
+            opened.append((DiskSegment(seg_dir / name, source=self._source,
+                                       dimension=manifest.embedder.dimension), gone))
+        committed = SegmentSet(opened, manifest.embedder.dimension)
+        n_docs, n_chunks = committed.n_documents(), committed.n_rows
+        manifest = dataclasses.replace(manifest, schema_version=SCHEMA_VERSION,
+                                       n_documents=n_docs, n_chunks=n_chunks)
+        gen = directory / f"gen-{gen_num:06d}"
+        tmp = directory / f".tmp-{gen.name}-{os.getpid()}"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        body = {**manifest.to_dict(),
+                "segments": [{"name": n, "deleted": d} for n, d in listed]}
+        _write_file(tmp / "manifest.json", json.dumps(body, indent=1, sort_keys=True).encode())
+        _fsync(tmp)
+        os.rename(tmp, gen)
+        pointer = directory / f".{_CURRENT}.tmp"
+        _write_file(pointer, (gen.name + "\n").encode())
+        os.replace(pointer, directory / _CURRENT)
+        _fsync(directory)
+        self._collect_garbage(gen, previous)
+        return gen.name, committed
+
+    def _store_source(self, sha256: str, text: str) -> None:
+        target = self.directory / _SOURCES / sha256
+        if target.exists():
+            return
+        tmp = target.with_name(f".tmp-{sha256}-{os.getpid()}")
+        _write_file(tmp, text.encode("utf-8"))
+        os.replace(tmp, target)
+
+    def _adopt(self, seg: DiskSegment, folder: Path) -> None:
+        """Bring a segment of another index directory here (hard links where possible)."""
+        tmp = folder.with_name(f".tmp-{folder.name}-{os.getpid()}")
+        shutil.copytree(seg.folder, tmp, copy_function=_link_or_copy)
+        for d in seg.sha256s():
+            self._store_source(seg.record(d).sha256, seg.text(d))
+        os.rename(tmp, folder)
+
+    def _collect_garbage(self, current: Path, previous: Path | None) -> None:
+        """Delete generations, segments and sources no kept generation needs, and what
+        writers that died left (we hold the writer lock, so nobody writes them now).
+
+        Kept: the new and the previous generation, and older ones superseded less than
+        :data:`GRACE_SECONDS` ago. A generation folder that was never committed (its
+        writer died before swapping ``CURRENT``) is deleted.
+        """
+        directory = self.directory
+        low = _generation_number(previous.name) if previous is not None else 0
+        now = time.time()
+        committed = sorted((p for p in directory.glob("gen-*") if p.is_dir()
+                            and (_generation_number(p.name) <= low or p == current)),
+                           key=lambda p: _generation_number(p.name))
+        keep: list[Path] = []
+        for i, g in enumerate(committed):
+            superseded = (_mtime(committed[i + 1] / "manifest.json")
+                          if i + 1 < len(committed) else now)
+            if g in (current, previous) or now - superseded < GRACE_SECONDS:
+                keep.append(g)
+        for g in directory.glob("gen-*"):
+            if g not in keep:
+                shutil.rmtree(g, ignore_errors=True)
+        live: set[str] = set()  # segments some kept generation reads
+        for g in keep:
+            with contextlib.suppress(IndexCorruptError, OSError, ValueError):
+                live.update(n for n, _ in _segment_list(_read_manifest(g / "manifest.json"),
+                                                        str(g)))
+        seg_dir, src_dir = directory / _SEGMENTS, directory / _SOURCES
+        shas: set[str] = set()
+        for p in seg_dir.iterdir():
+            if p.name not in live:
+                shutil.rmtree(p, ignore_errors=True)
+                continue
+            with contextlib.suppress(IndexCorruptError, OSError, ValueError):
+                seg = DiskSegment(p, source=self._source, dimension=_dim(p))
+                everywhere_deleted = _deleted_in_all(p.name, keep)
+                shas.update(h for d, h in seg.sha256s().items() if d not in everywhere_deleted)
+                seg.close()
+        for p in src_dir.iterdir():
+            if p.name not in shas:
+                p.unlink(missing_ok=True)
+        for p in directory.glob(".tmp-gen-*"):
             shutil.rmtree(p, ignore_errors=True)
-    for p in directory.glob(".tmp-gen-*"):
-        # We hold the writer lock, so nobody is writing these now.
-        shutil.rmtree(p, ignore_errors=True)
 
 
-# --- loading ----------------------------------------------------------------------------
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def _deleted_in_all(segment: str, generations: list[Path]) -> set[str]:
+    """Documents of ``segment`` that every generation listing it has deleted."""
+    sets = []
+    for g in generations:
+        with contextlib.suppress(IndexCorruptError, OSError, ValueError):
+            for n, deleted in _segment_list(_read_manifest(g / "manifest.json"), str(g)):
+                if n == segment:
+                    sets.append(set(deleted))
+    return set.intersection(*sets) if sets else set()
+
+
+def _same_order(seg: MemorySegment, merge: list[DocumentParts]) -> bool:
+    """Whether ``merge`` is exactly ``seg``'s documents in its row order."""
+    return [p.record.doc_id for p in merge] == [p.record.doc_id for p in seg.documents]
+
+
+def _mtime(path: Path) -> float:
     try:
-        # Split on "\n" only: json.dumps leaves U+2028, U+0085 and friends raw inside
-        # strings, and str.splitlines() would cut a record there.
-        lines = path.read_bytes().decode("utf-8").split("\n")
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _dim(folder: Path) -> int:
+    return int(json.loads((folder / "segment.json").read_text())["dimension"])
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise IndexCorruptError(f"{path}: missing; the index is incomplete") from None
-    except UnicodeDecodeError as e:
-        raise IndexCorruptError(f"{path}: not UTF-8 ({e})") from None
-    rows = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise IndexCorruptError(f"{path}: line {i}: not valid JSON ({e})") from None
-    return rows
+        raise IndexCorruptError(f"{path}: missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise IndexCorruptError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("embedder", {}), dict):
+        raise IndexCorruptError(f"{path}: not an index manifest")
+    return raw
 
 
 def index_size_bytes(directory: str | os.PathLike[str]) -> int:
-    """Bytes on disk of the committed generation (what a reader loads)."""
+    """Bytes on disk of the committed generation: its manifest, segments and sources."""
+    directory = Path(directory)
     gen = current_generation(directory)
     if gen is None:
         return 0
-    return sum(p.stat().st_size for p in gen.rglob("*") if p.is_file())
+    total = (gen / "manifest.json").stat().st_size
+    raw = _read_manifest(gen / "manifest.json")
+    shas: set[str] = set()
+    for name, _ in _segment_list(raw, str(gen)):
+        folder = directory / _SEGMENTS / name
+        total += sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+        seg = DiskSegment(folder, source=lambda h: "", dimension=_dim(folder))
+        shas.update(seg.sha256s().values())
+        seg.close()
+    return total + sum((directory / _SOURCES / h).stat().st_size for h in shas)
+

@@ -1,0 +1,339 @@
+"""A segment saved on disk and read on demand: SQLite rows, memory-mapped arrays.
+
+Layout of one segment folder (written once, never changed)::
+
+    seg-000004/
+      segment.json   row, document and dimension counts, the size of every file below
+      meta.sqlite    tables ``documents`` (one row per document: record, line token
+                     counts, its chunk rows) and ``chunks`` (row -> pointers, breadcrumb,
+                     embedded text); opened read-only and immutable
+      vectors.npy    float32 (rows, dimension), memory-mapped
+      bm25/          bm25s' arrays, memory-mapped, and its vocabulary
+      ivf.faiss      approximate segments only (IVF lists, memory-mapped); or hnsw.faiss
+
+Why SQLite for the metadata: point lookups by row and by document are what a query does
+(a few hundred per query), it ships with Python, pages in only what is read, and one file
+holds both tables with their keys. (Arrow/Parquet reads columns in bulk, which a query
+never needs.) Chunk texts are not stored: they are sliced from the stored source by their
+character offsets. The documents' sources live in the store's shared ``sources/`` folder.
+
+Opening a segment reads ``segment.json`` and checks every file's size (a truncated file is
+caught before it is read); contents are checked when first read (SQLite, ``.npy`` headers,
+FAISS and bm25s parsers), and every failure is an :class:`IndexCorruptError` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..chunking import Chunk
+from ..errors import IndexCorruptError
+from ..lexical import LexicalIndex
+from ..tree import normalize_title
+from ..vectors import VectorIndex, VectorIndexConfig, build_approximate, open_approximate
+from .base import DocumentRecord
+from .segments import DocumentParts, chunk_crumbs
+
+__all__ = ["DiskSegment", "write_segment"]
+
+SEGMENT_FORMAT = 1
+_META, _VECTORS, _LEXICAL, _INFO = "meta.sqlite", "vectors.npy", "bm25", "segment.json"
+_APPROX = {"ivf": "ivf.faiss", "hnsw": "hnsw.faiss"}
+_CHUNK_COLS = ("doc_id, node_id, title, path, start_char, end_char, start_line, end_line, "
+               "own_start, own_end, section_start, section_end")
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_segment(folder: Path, docs: Sequence[DocumentParts], *, dimension: int,
+                  config: VectorIndexConfig, lexical: LexicalIndex | None = None,
+                  approximate: Any = None) -> None:
+    """Write ``docs`` (in row order) as a segment at ``folder``, atomically.
+
+    Files go to a temporary sibling folder, are flushed, then the folder is renamed into
+    place. ``lexical``/``approximate`` reuse indexes already built over the same rows.
+    """
+    tmp = folder.with_name(f".tmp-{folder.name}-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    n = sum(len(d.chunks) for d in docs)
+    parts = [np.asarray(d.vectors, np.float32) for d in docs if len(d.chunks)]
+    vectors = np.concatenate(parts) if parts else np.zeros((0, dimension), np.float32)
+    with open(tmp / _VECTORS, "wb") as f:
+        np.save(f, np.ascontiguousarray(vectors, np.float32), allow_pickle=False)
+        f.flush()
+        os.fsync(f.fileno())
+    _write_meta(tmp / _META, docs)
+    if n:
+        if lexical is None or lexical.n_rows != n:
+            lexical = LexicalIndex.build([c.embed_text for d in docs for c in d.chunks])
+        lexical.save(tmp / _LEXICAL)
+        for p in (tmp / _LEXICAL).iterdir():
+            _fsync_path(p)
+    kind = config.approximate_kind(n)
+    if kind is not None and n:
+        import faiss
+
+        index = approximate if approximate is not None else build_approximate(vectors, config,
+                                                                              kind)
+        faiss.write_index(index, str(tmp / _APPROX[kind]))
+    files = {str(p.relative_to(tmp)): p.stat().st_size for p in sorted(tmp.rglob("*"))
+             if p.is_file()}
+    info = {"format": SEGMENT_FORMAT, "rows": n, "documents": len(docs),
+            "dimension": dimension, "approximate": kind if n else None, "files": files}
+    with open(tmp / _INFO, "w", encoding="utf-8") as f:
+        json.dump(info, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    _fsync_path(tmp)
+    os.rename(tmp, folder)
+
+
+def _write_meta(path: Path, docs: Sequence[DocumentParts]) -> None:
+    con = sqlite3.connect(path)
+    try:
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute("PRAGMA synchronous=OFF")
+        con.execute(
+            "CREATE TABLE documents (doc_id TEXT PRIMARY KEY, source_path TEXT, size INTEGER,"
+            " sha256 TEXT, kind TEXT, title TEXT, n_chunks INTEGER, line_tokens BLOB,"
+            " row_lo INTEGER, row_hi INTEGER)")
+        con.execute(
+            f"CREATE TABLE chunks (row INTEGER PRIMARY KEY, {_CHUNK_COLS}, crumbs TEXT,"
+            " norm TEXT, embed_text TEXT)")
+        row = 0
+        for d in docs:
+            r = d.record
+            con.execute(
+                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (r.doc_id, r.source_path, r.size, r.sha256, r.kind, r.title, r.n_chunks,
+                 np.asarray(r.line_tokens, "<i4").tobytes(), row, row + len(d.chunks)))
+            rows = []
+            for c in d.chunks:
+                crumbs = chunk_crumbs(c, r.title)
+                rows.append((row, c.doc_id, c.node_id, c.title, json.dumps(c.path),
+                             c.start_char, c.end_char, c.start_line, c.end_line, c.own_start,
+                             c.own_end, c.section_start, c.section_end, json.dumps(crumbs),
+                             "\x1f".join(normalize_title(t) for t in crumbs), c.embed_text))
+                row += 1
+            con.executemany(f"INSERT INTO chunks VALUES ({','.join('?' * 16)})", rows)
+        con.commit()
+    finally:
+        con.close()
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+class DiskSegment:
+    """A saved segment, opened without reading its contents (see the module docstring).
+
+    ``source`` maps a document's sha256 to its stored text (the store's shared pool).
+    Safe for concurrent readers: SQLite access is serialized by a lock.
+    """
+
+    def __init__(self, folder: Path, *, source: Callable[[str], str], dimension: int) -> None:
+        self.folder = folder
+        self.name = folder.name
+        self._source = source
+        info_path = folder / _INFO
+        try:
+            info = json.loads(info_path.read_text(encoding="utf-8"))
+            self._rows = int(info["rows"])
+            files = dict(info["files"])
+            self._approx = info.get("approximate")
+            dim = int(info["dimension"])
+        except FileNotFoundError:
+            raise IndexCorruptError(f"{info_path}: missing; the segment is incomplete") from None
+        except (ValueError, KeyError, TypeError) as e:
+            raise IndexCorruptError(f"{info_path}: unreadable ({e!r})") from None
+        if dim != dimension:
+            raise IndexCorruptError(f"{info_path}: dimension {dim}, manifest says {dimension}")
+        for rel, size in files.items():
+            p = folder / rel
+            try:
+                actual = p.stat().st_size
+            except FileNotFoundError:
+                raise IndexCorruptError(f"{p}: missing") from None
+            if actual != size:
+                raise IndexCorruptError(
+                    f"{p}: {actual} bytes, {size} were written (truncated or overwritten)")
+        self.dimension = dimension
+        self._lock = threading.Lock()
+        self._con = self._connect()
+        self._vectors = self._open_vectors()
+        self._vindex: VectorIndex | None = None
+        self._lexical: LexicalIndex | None = None
+        self._docs: dict[str, tuple[str, int, int]] | None = None
+        self._records: OrderedDict[str, DocumentRecord] = OrderedDict()
+        self._texts: OrderedDict[str, str] = OrderedDict()
+
+    @property
+    def approximate(self) -> str | None:
+        """The approximate structure saved with the segment (``"ivf"``, ``"hnsw"``, None)."""
+        return self._approx
+
+    def __repr__(self) -> str:
+        return f"DiskSegment({str(self.folder)!r}, rows={self._rows})"
+
+    # --- opening ------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        path = self.folder / _META
+        uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
+        try:
+            con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            n = con.execute("SELECT max(row) FROM chunks").fetchone()[0]
+        except sqlite3.DatabaseError as e:
+            raise IndexCorruptError(f"{path}: not a readable index database ({e})") from None
+        if (n if n is not None else -1) != self._rows - 1:
+            raise IndexCorruptError(f"{path}: holds {0 if n is None else n + 1} chunk rows, "
+                                    f"the segment has {self._rows}")
+        return con
+
+    def _open_vectors(self) -> np.ndarray:
+        path = self.folder / _VECTORS
+        try:
+            v = np.load(path, mmap_mode="r" if self._rows else None, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as e:
+            raise IndexCorruptError(f"{path}: unreadable ({e})") from None
+        if v.dtype != np.float32 or v.shape != (self._rows, self.dimension):
+            raise IndexCorruptError(f"{path}: {v.dtype} {v.shape}, expected float32 "
+                                    f"({self._rows}, {self.dimension})")
+        return v
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._con.execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as e:
+                raise IndexCorruptError(f"{self.folder / _META}: unreadable ({e})") from None
+
+    # --- documents ----------------------------------------------------------------------
+    @property
+    def n_rows(self) -> int:
+        return self._rows
+
+    def _doc_table(self) -> dict[str, tuple[str, int, int]]:
+        if self._docs is None:
+            self._docs = {d: (h, lo, hi) for d, h, lo, hi in
+                          self._query("SELECT doc_id, sha256, row_lo, row_hi FROM documents")}
+        return self._docs
+
+    def sha256s(self) -> dict[str, str]:
+        return {d: v[0] for d, v in self._doc_table().items()}
+
+    def record(self, doc_id: str) -> DocumentRecord:
+        rec = self._records.get(doc_id)
+        if rec is None:
+            rows = self._query("SELECT doc_id, source_path, size, sha256, kind, title, n_chunks,"
+                               " line_tokens FROM documents WHERE doc_id = ?", (doc_id,))
+            if not rows:
+                raise KeyError(doc_id)
+            d, path, size, sha, kind, title, n, lt = rows[0]
+            rec = DocumentRecord(doc_id=d, source_path=path, size=size, sha256=sha, kind=kind,
+                                 title=title, n_chunks=n,
+                                 line_tokens=tuple(np.frombuffer(lt, "<i4").tolist()))
+            _remember(self._records, doc_id, rec, 256)
+        return rec
+
+    def text(self, doc_id: str) -> str:
+        text = self._texts.get(doc_id)
+        if text is None:
+            text = self._source(self._doc_table()[doc_id][0])
+            _remember(self._texts, doc_id, text, 64)
+        return text
+
+    def doc_rows(self, doc_id: str) -> np.ndarray:
+        _, lo, hi = self._doc_table()[doc_id]
+        return np.arange(lo, hi, dtype=np.int64)
+
+    # --- rows ---------------------------------------------------------------------------
+    def _rows_where(self, columns: str, rows: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+        out: dict[int, tuple[Any, ...]] = {}
+        want = sorted(set(int(r) for r in rows))
+        for lo in range(0, len(want), 500):
+            part = want[lo:lo + 500]
+            sql = (f"SELECT row, {columns} FROM chunks WHERE row IN "
+                   f"({','.join('?' * len(part))})")
+            for rec in self._query(sql, part):
+                out[rec[0]] = rec[1:]
+        if len(out) != len(want):
+            raise IndexCorruptError(f"{self.folder / _META}: chunk rows missing")
+        return out
+
+    def chunks(self, rows: Sequence[int]) -> list[Chunk]:
+        found = self._rows_where(_CHUNK_COLS + ", embed_text", rows)
+        out = []
+        for r in rows:
+            (doc_id, node_id, title, path, sc, ec, sl, el, os_, oe, ss, se,
+             embed) = found[int(r)]
+            out.append(Chunk(doc_id=doc_id, node_id=node_id, title=title,
+                             path=tuple(json.loads(path)), start_char=sc, end_char=ec,
+                             start_line=sl, end_line=el, own_start=os_, own_end=oe,
+                             section_start=ss, section_end=se,
+                             text=self.text(doc_id)[sc:ec], embed_text=embed))
+        return out
+
+    def embed_texts(self, rows: Sequence[int]) -> list[str]:
+        found = self._rows_where("embed_text", rows)
+        return [found[int(r)][0] for r in rows]
+
+    def crumbs(self, rows: Sequence[int]) -> list[tuple[str, ...]]:
+        found = self._rows_where("crumbs", rows)
+        return [tuple(json.loads(found[int(r)][0])) for r in rows]
+
+    def rows_mentioning(self, needle: str) -> np.ndarray:
+        rows = self._query("SELECT row FROM chunks WHERE instr(norm, ?) > 0", (needle,))
+        return np.asarray([r[0] for r in rows], np.int64)
+
+    def vectors(self, rows: np.ndarray | None = None) -> np.ndarray:
+        return self._vectors if rows is None else np.asarray(self._vectors[rows])
+
+    def vector_index(self, config: VectorIndexConfig) -> VectorIndex:
+        if self._vindex is None or self._vindex.config != config:
+            pre = None
+            kind = self._approx if config.kind in ("auto", self._approx) else None
+            if kind is not None and self._rows:
+                pre = open_approximate(self.folder / _APPROX[kind], self._rows, self.dimension)
+            elif config.kind == "hnsw" and self._rows:
+                pre = build_approximate(self._vectors, config, "hnsw")
+            self._vindex = VectorIndex(self._vectors, config, prebuilt=pre)
+        return self._vindex
+
+    def lexical(self) -> LexicalIndex:
+        if self._lexical is None:
+            self._lexical = (LexicalIndex.load(self.folder / _LEXICAL, self._rows)
+                             if self._rows else LexicalIndex.build([]))
+        return self._lexical
+
+    def parts(self, doc_id: str) -> DocumentParts:
+        rows = self.doc_rows(doc_id)
+        return DocumentParts(self.record(doc_id), self.text(doc_id),
+                             tuple(self.chunks(rows.tolist())), self.vectors(rows))
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+
+
+def _remember(cache: OrderedDict[str, Any], key: str, value: Any, size: int) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > size:
+        cache.popitem(last=False)
