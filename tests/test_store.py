@@ -437,7 +437,7 @@ def test_auto_kind_switches_at_the_threshold() -> None:
     config = VectorIndexConfig(approximate_from=1000)
     assert config.approximate_kind(999) is None and config.approximate_kind(1000) == "ivf"
     assert VectorIndexConfig(kind="flat").approximate_kind(10**9) is None
-    assert config.lists_for(1_000_000) == 4000 and config.lists_for(100) == 2
+    assert config.lists_for(1_000_000) == 2000 and config.lists_for(100) == 2
 
 
 def test_vector_index_config_validation() -> None:

@@ -1,0 +1,324 @@
+"""A million chunks on one machine: size, build, open, query latency, memory, recall, update.
+
+Usage::
+
+    python3 benchmarks/bench_scale.py [--sizes 10000 100000 1000000] [--queries 200]
+
+1. **Corpus.** Varied copies of ``../shared/data/qasper-dev`` (281 papers) and
+   ``../shared/data/finance-10k`` (four 10-Ks), written to ``--work-dir``: copy ``j`` of a
+   document gets a copy number in its title, about 8% of its prose words swapped for other
+   words of the same document and every digit run shifted, all seeded by ``j``, so no two
+   copies embed alike while headings (the tree) survive. Copies are taken in a fixed order
+   until the expected chunk count reaches the size (the actual count is reported).
+2. **Build** (a child process): ``update_directory`` with the fast embedder
+   (``make_embedder("fast")``, model2vec distilled from the bundled MiniLM), the default
+   settings (``kind="auto"``: exact search below 200k chunks per segment, memory-mapped IVF
+   from there). Wall time, peak RSS, disk size.
+3. **Query** (a fresh child process): open time, first query (``retrieve``, budget 1000)
+   wall time, then p50/p95 of the rest, with and without the query embedding
+   (``Retrieval.timings["embed"]``), and the child's peak RSS (``VmHWM``, the model
+   included). Questions: qasper-dev and finance-10k questions, alternating.
+4. **Recall@10** of the index's default search against exact search
+   (``Index.dense_search(q, 10)`` vs ``exact=True``); a hit is a row in the exact top 10 or
+   scoring at least the exact 10th (ties are interchangeable).
+5. **Add 10 documents** (a child process): 10 unseen copies added with ``update_directory``;
+   wall time, bytes the index grew by, and a check that the new documents are found.
+
+Writes ``benchmarks/results/scale.json``, ``scale.md`` and ``scale.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+DATA = ROOT.parent / "shared" / "data"
+SOURCES = [DATA / "qasper-dev" / "docs", DATA / "finance-10k" / "docs"]
+QUESTIONS = [DATA / "qasper-dev" / "questions.jsonl", DATA / "finance-10k" / "questions.jsonl"]
+# Chunks per document with default settings (qasper-dev: 10,862 / 281; a 10-K: ~1,250).
+CHUNKS_PER_QASPER, CHUNKS_PER_10K = 38.7, 1250.0
+TARGETS = {"open_first_s": 2.0, "p50_ms_no_embed": 100.0, "rss_mib": 1536.0,
+           "recall_at_10": 0.95, "add10_s": 30.0}
+_WORD = re.compile(r"[A-Za-z]{4,}")
+_DIGITS = re.compile(r"\d+")
+
+
+def peak_rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def vary(text: str, j: int) -> str:
+    """Copy ``j`` of a document: title tagged, ~8% of prose words swapped, digits shifted."""
+    rng = random.Random(j * 7919 + len(text))
+    words = _WORD.findall(text) or ["word"]
+    out, titled = [], False
+    for line in text.split("\n"):
+        if line.startswith("#"):
+            if not titled:
+                line, titled = f"{line} (copy {j})", True
+            out.append(line)
+            continue
+        if line.startswith("|") or not line.strip():
+            out.append(line)
+            continue
+        line = _WORD.sub(lambda m: rng.choice(words) if rng.random() < 0.08 else m.group(0),
+                         line)
+        line = _DIGITS.sub(lambda m: str(int(m.group(0)) + j) if len(m.group(0)) < 9
+                           else m.group(0), line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def source_docs() -> list[Path]:
+    return [p for folder in SOURCES for p in sorted(folder.glob("*.md"))]
+
+
+def make_corpus(work: Path, size: int, start_copy: int = 0) -> tuple[Path, int]:
+    """Folder of varied copies expected to hold about ``size`` chunks; (folder, files)."""
+    folder = work / f"corpus-{size}" if start_copy == 0 else work / f"extra-{size}"
+    if folder.exists():
+        return folder, len(list(folder.glob("*.md")))
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    docs = source_docs()
+    texts = {p: p.read_text(encoding="utf-8") for p in docs}
+    expected, n, j = 0.0, 0, start_copy
+    while expected < size if start_copy == 0 else n < 10:
+        for p in docs:
+            if (expected >= size if start_copy == 0 else n >= 10):
+                break
+            if start_copy and "finance" in str(p):
+                continue  # ten small additions: papers only
+            (tmp / f"c{j:05d}-{p.name}").write_text(vary(texts[p], j), encoding="utf-8")
+            expected += CHUNKS_PER_10K if "finance" in str(p) else CHUNKS_PER_QASPER
+            n += 1
+        j += 1
+    tmp.rename(folder)
+    return folder, n
+
+
+def disk_bytes(folder: Path) -> int:
+    seen, total = set(), 0
+    for p in folder.rglob("*"):
+        st = p.lstat()
+        if p.is_file() and (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_size
+    return total
+
+
+def questions(n: int) -> list[str]:
+    lists = [[json.loads(line)["question"] for line in q.read_text().splitlines() if line.strip()]
+             for q in QUESTIONS]
+    out = []
+    for i in range(n):
+        lst = lists[i % 2]
+        out.append(lst[(i // 2) % len(lst)])
+    return out
+
+
+# --- children ---------------------------------------------------------------------------
+def child_build(corpus: str, index: str) -> dict:
+    from proxy_pointer.embeddings import make_embedder
+    from proxy_pointer.index import update_directory
+
+    emb = make_embedder("fast")
+    emb.embed_query("warm up")
+    t0 = time.perf_counter()
+    idx, rep = update_directory(index, [corpus], embedder=emb)
+    return {"seconds": time.perf_counter() - t0, "documents": len(idx), "chunks": rep.chunks,
+            "timings": rep.timings, "peak_rss_mib": peak_rss_mib()}
+
+
+def child_query(index: str, n: int) -> dict:
+    import numpy as np
+
+    t0 = time.perf_counter()
+    from proxy_pointer.index import Index
+
+    idx = Index.load(index)
+    t_open = time.perf_counter() - t0
+    qs = questions(n)
+    t1 = time.perf_counter()
+    idx.retrieve(qs[0], budget=1000)
+    t_first = time.perf_counter() - t1
+    wall, no_embed, embed = [], [], []
+    for q in qs[1:]:
+        t = time.perf_counter()
+        r = idx.retrieve(q, budget=1000)
+        dt = time.perf_counter() - t
+        wall.append(dt * 1000)
+        embed.append(r.timings["embed"] * 1000)
+        no_embed.append((dt - r.timings["embed"]) * 1000)
+    rss = peak_rss_mib()
+    hits = total = 0
+    exact_ms = []
+    for q in qs[:100]:
+        v = idx.embedder.embed_query(q)
+        s_a, r_a = idx.dense_search(v, 10)
+        t = time.perf_counter()
+        s_e, r_e = idx.dense_search(v, 10, exact=True)
+        exact_ms.append((time.perf_counter() - t) * 1000)
+        floor = float(s_e[-1]) - 1e-6 if len(s_e) else -1.0
+        top = set(r_e.tolist())
+        hits += sum(1 for r, s in zip(r_a.tolist(), s_a.tolist(), strict=True)
+                    if r in top or s >= floor)
+        total += len(r_e)
+
+    def pct(x: list[float], p: float) -> float:
+        return float(np.percentile(x, p))
+
+    return {"open_s": t_open, "first_query_s": t_first, "open_first_s": t_open + t_first,
+            "queries": len(wall), "p50_ms": pct(wall, 50), "p95_ms": pct(wall, 95),
+            "p50_ms_no_embed": pct(no_embed, 50), "p95_ms_no_embed": pct(no_embed, 95),
+            "p50_embed_ms": pct(embed, 50), "rss_mib": rss,
+            "recall_at_10": hits / max(total, 1), "exact_search_p50_ms": pct(exact_ms, 50),
+            "segments_approximate": idx.vector_config.kind}
+
+
+def child_add(index: str, corpus: str, extra: str) -> dict:
+    from proxy_pointer.embeddings import make_embedder
+    from proxy_pointer.index import update_directory
+
+    emb = make_embedder("fast")
+    emb.embed_query("warm up")
+    before = disk_bytes(Path(index))
+    for f in Path(extra).glob("*.md"):  # same root, so existing doc ids stay the same
+        shutil.copy2(f, Path(corpus) / f.name)
+    t0 = time.perf_counter()
+    idx, rep = update_directory(index, [corpus], embedder=emb)
+    seconds = time.perf_counter() - t0
+    new = sorted(rep.added)
+    found = bool(new) and bool(idx.retrieve("results", doc_ids=[new[0]], budget=500).sections)
+    return {"seconds": seconds, "summary": rep.summary(), "added": len(rep.added),
+            "grew_bytes": disk_bytes(Path(index)) - before, "found_new": found,
+            "timings": rep.timings}
+
+
+def run_child(*args: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", *args], check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# --- report -----------------------------------------------------------------------------
+def write(results: dict, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scale.json").write_text(json.dumps(results, indent=2) + "\n")
+    rows = results["sizes"]
+    lines = [f"# Scale: one machine, up to a million chunks ({results['date']})", "",
+             f"{results['cpus']} cores, embedder `{results['embedder']}` (fast mode), default "
+             "settings (exact search below 200k chunks per segment, memory-mapped IVF above: "
+             "nprobe 64). Each phase in its own process.", "",
+             "| chunks | docs | disk MB | build s | build RSS MiB | open s | first query s | "
+             "open+first s | p50 / p95 ms | p50 / p95 ms w/o embedding | query RSS MiB | "
+             "recall@10 | exact search p50 ms | add 10 docs s | grew MB |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        q, b, a = r["query"], r["build"], r["add"]
+        lines.append(
+            f"| {b['chunks']:,} | {b['documents']:,} | {r['disk_mb']:.0f} | {b['seconds']:.0f} "
+            f"| {b['peak_rss_mib']:.0f} | {q['open_s']:.2f} | {q['first_query_s']:.2f} | "
+            f"{q['open_first_s']:.2f} | {q['p50_ms']:.1f} / {q['p95_ms']:.1f} | "
+            f"{q['p50_ms_no_embed']:.1f} / {q['p95_ms_no_embed']:.1f} | {q['rss_mib']:.0f} | "
+            f"{q['recall_at_10']:.3f} | {q['exact_search_p50_ms']:.1f} | {a['seconds']:.1f} | "
+            f"{a['grew_bytes'] / 1e6:.1f} |")
+    big = rows[-1]
+    lines += ["", f"## Targets at {big['build']['chunks']:,} chunks", ""]
+    got = {"open_first_s": big["query"]["open_first_s"],
+           "p50_ms_no_embed": big["query"]["p50_ms_no_embed"],
+           "rss_mib": big["query"]["rss_mib"], "recall_at_10": big["query"]["recall_at_10"],
+           "add10_s": big["add"]["seconds"]}
+    for key, limit in TARGETS.items():
+        ok = got[key] >= limit if key == "recall_at_10" else got[key] < limit
+        rel = ">=" if key == "recall_at_10" else "<"
+        lines.append(f"- {key}: {got[key]:.3f} (target {rel} {limit}): "
+                     f"{'met' if ok else 'MISSED'}")
+    lines += ["", "Query latency is `Index.retrieve` end to end (budget 1000 tokens, hybrid "
+              "dense + BM25, dedupe, slicing); *w/o embedding* subtracts the query embedding. "
+              "RSS is the query process's peak (`VmHWM`), the embedding model included. "
+              "*grew MB*: bytes the index directory grew by when 10 documents were added "
+              "(a new segment; nothing else rewritten).", ""]
+    (out / "scale.md").write_text("\n".join(lines))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    xs = [r["build"]["chunks"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    series = [("open + first query (s)", [r["query"]["open_first_s"] for r in rows], 2.0),
+              ("p50 query w/o embedding (ms)", [r["query"]["p50_ms_no_embed"] for r in rows],
+               100.0),
+              ("query process peak RSS (MiB)", [r["query"]["rss_mib"] for r in rows], 1536.0)]
+    for ax, (title, ys, limit) in zip(axes, series, strict=True):
+        ax.plot(xs, ys, marker="o")
+        ax.axhline(limit, color="red", linestyle="--", linewidth=1, label="target")
+        ax.set_xscale("log")
+        ax.set_xlabel("chunks")
+        ax.set_title(title)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "scale.png", dpi=110)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / ".work" / "scale")
+    ap.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
+    ap.add_argument("--skip-build", action="store_true", help="reuse indexes in the work dir")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        kind, *rest = args.child
+        fn = {"build": child_build, "query": child_query, "add": child_add}[kind]
+        call = [int(x) if x.isdigit() else x for x in rest]
+        print(json.dumps(fn(*call)), flush=True)
+        return
+    from proxy_pointer.embeddings import make_embedder
+
+    results = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
+               "embedder": make_embedder("fast").model_id, "sizes": []}
+    for size in args.sizes:
+        corpus, n = make_corpus(args.work_dir, size)
+        extra, _ = make_corpus(args.work_dir, size, start_copy=90_000)
+        index = args.work_dir / f"index-{size}"
+        print(f"[scale] {size}: {n} files", flush=True)
+        if not args.skip_build or not index.exists():
+            shutil.rmtree(index, ignore_errors=True)
+            build = run_child("build", str(corpus), str(index))
+        else:
+            build = json.loads((index.parent / f"build-{size}.json").read_text())
+        (index.parent / f"build-{size}.json").write_text(json.dumps(build))
+        print(f"[scale] built {build['chunks']} chunks in {build['seconds']:.0f}s", flush=True)
+        row = {"size": size, "files": n, "build": build, "disk_mb": disk_bytes(index) / 1e6}
+        row["query"] = run_child("query", str(index), str(args.queries))
+        print(f"[scale] query {row['query']}", flush=True)
+        row["add"] = run_child("add", str(index), str(corpus), str(extra))
+        print(f"[scale] add {row['add']['seconds']:.1f}s", flush=True)
+        results["sizes"].append(row)
+        write(results, args.out_dir)
+
+
+if __name__ == "__main__":
+    main()
