@@ -58,7 +58,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from proxy_pointer.embeddings import CachedEmbedder, Embedder, make_embedder  # noqa: E402
 from proxy_pointer.index import Index  # noqa: E402
 from proxy_pointer.stores import current_generation  # noqa: E402
-from proxy_pointer.vectors import VectorIndexConfig  # noqa: E402
+from proxy_pointer.vectors import VectorIndex, VectorIndexConfig  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -95,15 +95,14 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def dir_bytes(path: Path) -> dict[str, int]:
-    """Bytes of each part of a committed generation."""
-    gen = current_generation(path)
-    assert gen is not None
+    """Bytes of each part of an index directory (segments, sources, manifests)."""
+    assert current_generation(path) is not None
     parts = {"vectors": 0, "chunks": 0, "sources": 0, "other": 0}
-    for f in gen.rglob("*"):
+    for f in path.rglob("*"):
         if not f.is_file():
             continue
         size = f.stat().st_size
-        key = ("vectors" if f.name == "vectors.npy" else "chunks" if f.name == "chunks.jsonl"
+        key = ("vectors" if f.name == "vectors.npy" else "chunks" if f.name == "meta.sqlite"
                else "sources" if f.parent.name == "sources" else "other")
         parts[key] += size
     parts["total"] = sum(parts.values())
@@ -255,7 +254,7 @@ def measure(idx: Index, label: str, questions: list[str], qvecs: np.ndarray, wor
     for kind in ("flat", "hnsw"):
         idx.vector_config = VectorIndexConfig(kind=kind)
         t = time.perf_counter()
-        vi = idx.vector_index
+        vi = VectorIndex(idx.vectors, idx.vector_config)
         build = time.perf_counter() - t
         lat, found = [], []
         for q in qvecs:
@@ -278,7 +277,9 @@ def measure(idx: Index, label: str, questions: list[str], qvecs: np.ndarray, wor
                      "retrieve_p50_ms": pct(rlat, 50), "retrieve_p95_ms": pct(rlat, 95),
                      "_found": found}
         if kind == "hnsw":
-            row[kind]["bytes"] = len(vi.faiss_bytes() or b"")
+            import faiss
+
+            row[kind]["bytes"] = len(faiss.serialize_index(vi._faiss))
             if sweep:
                 row[kind]["ef_sweep"] = _ef_sweep(vi, idx.vectors, qvecs, row["flat"]["_found"])
     tie, ids = recall_at_10(idx.vectors, row["flat"].pop("_found"), row["hnsw"].pop("_found"),
@@ -381,7 +382,7 @@ def markdown(result: dict[str, Any]) -> str:
                 f"Index.retrieve() end to end (query vector from the cache); "
                 f"{result['queries']} queries. HNSW M=32, efConstruction=80, efSearch=128.",
                 "",
-                "| index | docs | chunks | disk MB (vectors / chunks.jsonl / sources) | "
+                "| index | docs | chunks | disk MB (vectors / meta.sqlite / sources) | "
                 "load s | flat search p50 / p95 ms | hnsw search p50 / p95 ms | "
                 "flat retrieve p50 / p95 ms | hnsw retrieve p50 / p95 ms | hnsw build s | "
                 "hnsw.faiss MB | recall@10 |",

@@ -354,6 +354,12 @@ class Index:
         """BM25's best ``k`` chunk rows for ``question`` (within ``rows`` when given)."""
         return self._segments.lexical(question, k, rows)
 
+    def pointers(self, rows: Sequence[int] | np.ndarray
+                 ) -> list[tuple[str, str | None, int]]:
+        """``(doc_id, node_id, start_char)`` of each row: what grouping hits needs, read
+        without slicing chunk texts from their sources."""
+        return self._segments.pointers(np.asarray(rows, np.int64))
+
     def crumbs(self, rows: Sequence[int] | np.ndarray) -> list[tuple[str, ...]]:
         """Each row's breadcrumb: document title, then heading titles down to its node."""
         return self._segments.crumbs(np.asarray(rows, np.int64))
@@ -373,8 +379,12 @@ class Index:
         """The skeleton tree of a stored document (built from the stored copy, cached)."""
         t = self._trees.get(doc_id)
         if t is None:
-            t = build_tree(self.text(doc_id), doc_id=doc_id,
-                           recover_headings=self.recover_headings)
+            if doc_id not in self._segments:
+                raise KeyError(doc_id)
+            t = self._segments.segment_of(doc_id).tree(doc_id)
+            if t is None:  # not saved (a text file, Index.from_parts): parse the copy
+                t = build_tree(self.text(doc_id), doc_id=doc_id,
+                               recover_headings=self.recover_headings)
             self._trees[doc_id] = t
             while len(self._trees) > 256:
                 self._trees.popitem(last=False)

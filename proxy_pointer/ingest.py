@@ -108,6 +108,7 @@ class ParsedDocument:
     chunks: tuple[Chunk, ...]
     tree_seconds: float
     chunk_seconds: float
+    tree_json: str = ""  # the skeleton tree without its text, saved so queries never parse
 
 
 @dataclass
@@ -150,8 +151,9 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
         sha256=digest or _digest(text), kind=kind, title=tree.title if tree else doc_id,
         n_chunks=len(chunks), line_tokens=tuple(count_tokens_batch(lines)),
     )
+    tree_json = tree.to_json(include_text=False) if tree is not None else ""
     return ParsedDocument(record, tuple(chunks), (tt - t) + (time.perf_counter() - tc),
-                          tc - tt)
+                          tc - tt, tree_json)
 
 
 def default_workers() -> int:
@@ -350,7 +352,8 @@ class _Run:
         for text, p in parsed:
             vecs = (np.stack([self._vector(c.embed_text) for c in p.chunks]) if p.chunks
                     else np.zeros((0, d), np.float32))
-            self.result.staged[p.record.doc_id] = DocumentParts(p.record, text, p.chunks, vecs)
+            self.result.staged[p.record.doc_id] = DocumentParts(p.record, text, p.chunks, vecs,
+                                                                p.tree_json)
             # Later batches find this run's vectors in the staged array, so the embedder's
             # output arrays can be freed (one copy of each vector is kept, not two).
             for c, v in zip(p.chunks, vecs, strict=True):

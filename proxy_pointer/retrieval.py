@@ -277,12 +277,12 @@ class Retriever:
         """Dedupe by ``(doc_id, node_id)``: best score per node, all its hit chunks kept."""
         by_key: dict[tuple[str, str], _Candidate] = {}
         order: list[_Candidate] = []
-        chunks = self.index.chunks.at(r for r, _ in ranked)
-        for (row, score), c in zip(ranked, chunks, strict=True):
-            key = (c.doc_id, c.node_id if c.node_id is not None else f"#{c.start_char}")
+        pointers = self.index.pointers([r for r, _ in ranked])
+        for (row, score), (doc_id, node_id, start) in zip(ranked, pointers, strict=True):
+            key = (doc_id, node_id if node_id is not None else f"#{start}")
             cand = by_key.get(key)
             if cand is None:
-                cand = by_key[key] = _Candidate(c.doc_id, c.node_id, key, score)
+                cand = by_key[key] = _Candidate(doc_id, node_id, key, score)
                 order.append(cand)
             cand.rows.append(row)
             cand.row_scores.append(score)

@@ -542,3 +542,53 @@ def test_llm_noise_option_reaches_the_chunker() -> None:
     idx.add_text("r.md", text)
     assert MarksBoilerplate.calls == 1
     assert {c.title for c in idx.chunks} == {"Methods"}
+
+
+def test_saved_updates_across_segments_match_a_fresh_build(docs: Path, tmp_path: Path) -> None:
+    """Updates, removals and re-adds saved as segments (with IVF search) read back exactly
+    like an index built at once from the same files; replaced chunks are never found."""
+    target, ivf = tmp_path / "idx", VectorIndexConfig(kind="ivf", nprobe=64)
+    emb = HashEmbedder(64)
+    update_directory(target, [docs], embedder=emb, vector_config=ivf)
+    harbor = (docs / "harbor.md").read_text()
+    steps = [
+        lambda: (docs / "harbor.md").write_text(harbor.replace("Tides", "Tide tables")),
+        lambda: (docs / "orchard.md").unlink(),
+        lambda: (docs / "new.md").write_text("# Lanterns\n\n" + "Paper lanterns drift. " * 9),
+        lambda: (docs / "harbor.md").write_text(harbor),
+    ]
+    for step in steps:
+        step()
+        update_directory(target, [docs], embedder=emb, prune=True)
+        loaded = Index.load(target, embedder=emb)
+        fresh = Index.build([docs], embedder=emb)
+        key = lambda c: c.chunk_id  # noqa: E731
+        assert sorted(loaded.chunks, key=key) == sorted(fresh.chunks, key=key)
+        assert dict(loaded.documents) == dict(fresh.documents)
+        by_id = {c.chunk_id: i for i, c in enumerate(fresh.chunks)}
+        order = [by_id[c.chunk_id] for c in loaded.chunks]
+        np.testing.assert_allclose(loaded.vectors, fresh.vectors[order], atol=1e-6)
+        for c in loaded.chunks.at(range(len(loaded.chunks))):
+            assert c.text == loaded.text(c.doc_id)[c.start_char:c.end_char]
+        for i in range(0, len(loaded.chunks), 3):
+            q = loaded.vectors_of([i])[0]
+            _, rows = loaded.dense_search(q, 5)
+            assert i in rows.tolist() and rows.max() < len(loaded.chunks)
+            exact = loaded.dense_search(q, 5, exact=True)[1]
+            assert exact[0] == i or loaded.vectors_of([exact[0]])[0] @ q >= 1 - 1e-5
+    manifest = json.loads((current_generation(target) / "manifest.json").read_text())
+    assert len(manifest["segments"]) >= 2
+
+
+def test_path_prefix_and_label_filters_on_a_saved_index(saved: Path) -> None:
+    idx = Index.load(saved)
+    memory = Index.build([saved.parent / "docs"], embedder=HashEmbedder(64))
+    for options in ({"path_prefix": ["Harbor Operations"]},
+                    {"path_prefix": ["Orchard Handbook", "Pruning"]},
+                    {"doc_ids": ["harbor.md"], "path_prefix": ["harbor operations", "Tides"]}):
+        a = idx.retrieve("When do ships enter?", **options)
+        b = memory.retrieve("When do ships enter?", **options)
+        assert a.sections and [s.ref for s in a.sections] == [s.ref for s in b.sections]
+        want = tuple(t.casefold() for t in options["path_prefix"])
+        assert all(tuple(t.casefold() for t in s.path[:len(want)]) == want for s in a.sections)
+    assert idx.retrieve("anything", path_prefix=["No such heading"]).sections == ()

@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 
 from ..chunking import Chunk
-from ..errors import IndexCorruptError
+from ..errors import DocumentError, IndexCorruptError
 from ..lexical import LexicalIndex
-from ..tree import normalize_title
+from ..tree import Tree, normalize_title
 from ..vectors import VectorIndex, VectorIndexConfig, build_approximate, open_approximate
 from .base import DocumentRecord
 from .segments import DocumentParts, chunk_crumbs
@@ -114,7 +114,7 @@ def _write_meta(path: Path, docs: Sequence[DocumentParts]) -> None:
         con.execute(
             "CREATE TABLE documents (doc_id TEXT PRIMARY KEY, source_path TEXT, size INTEGER,"
             " sha256 TEXT, kind TEXT, title TEXT, n_chunks INTEGER, line_tokens BLOB,"
-            " row_lo INTEGER, row_hi INTEGER)")
+            " row_lo INTEGER, row_hi INTEGER, tree TEXT)")
         con.execute(
             f"CREATE TABLE chunks (row INTEGER PRIMARY KEY, {_CHUNK_COLS}, crumbs TEXT,"
             " norm TEXT, embed_text TEXT)")
@@ -122,9 +122,10 @@ def _write_meta(path: Path, docs: Sequence[DocumentParts]) -> None:
         for d in docs:
             r = d.record
             con.execute(
-                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (r.doc_id, r.source_path, r.size, r.sha256, r.kind, r.title, r.n_chunks,
-                 np.asarray(r.line_tokens, "<i4").tobytes(), row, row + len(d.chunks)))
+                 np.asarray(r.line_tokens, "<i4").tobytes(), row, row + len(d.chunks),
+                 d.tree_json))
             rows = []
             for c in d.chunks:
                 crumbs = chunk_crumbs(c, r.title)
@@ -259,6 +260,23 @@ class DiskSegment:
             _remember(self._texts, doc_id, text, 64)
         return text
 
+    def _tree_json(self, doc_id: str) -> str:
+        rows = self._query("SELECT tree FROM documents WHERE doc_id = ?", (doc_id,))
+        return rows[0][0] or "" if rows else ""
+
+    def tree(self, doc_id: str) -> Tree | None:
+        raw = self._tree_json(doc_id)
+        if not raw:
+            return None
+        try:
+            return Tree.from_json(raw, text=self.text(doc_id))
+        except (IndexCorruptError, DocumentError) as e:
+            raise IndexCorruptError(f"{self.folder / _META}: tree of {doc_id}: {e}") from None
+
+    def pointers(self, rows: Sequence[int]) -> list[tuple[str, str | None, int]]:
+        found = self._rows_where("doc_id, node_id, start_char", rows)
+        return [found[int(r)] for r in rows]
+
     def doc_rows(self, doc_id: str) -> np.ndarray:
         _, lo, hi = self._doc_table()[doc_id]
         return np.arange(lo, hi, dtype=np.int64)
@@ -325,7 +343,8 @@ class DiskSegment:
     def parts(self, doc_id: str) -> DocumentParts:
         rows = self.doc_rows(doc_id)
         return DocumentParts(self.record(doc_id), self.text(doc_id),
-                             tuple(self.chunks(rows.tolist())), self.vectors(rows))
+                             tuple(self.chunks(rows.tolist())), self.vectors(rows),
+                             self._tree_json(doc_id))
 
     def close(self) -> None:
         with self._lock:

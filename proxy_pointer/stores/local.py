@@ -185,9 +185,10 @@ class LocalStore:
         raw = _read_manifest(gen / "manifest.json")
         schema = raw.get("schema_version")
         if schema != SCHEMA_VERSION:
-            how = ("rebuild it: proxy-pointer index DOCS --index NEW_DIR (or "
-                   f"proxy-pointer upgrade --index {directory})" if schema == 1
-                   else "rebuild it in a new directory: proxy-pointer index DOCS --index NEW_DIR")
+            how = ("it predates segmented indexes (0.x); rebuild it: proxy-pointer index "
+                   f"DOCS --index {directory} after removing it, or --index NEW_DIR"
+                   if schema == 1 else
+                   "rebuild it in a new directory: proxy-pointer index DOCS --index NEW_DIR")
             raise IndexMismatchError(
                 f"{directory}: index schema version {schema!r}, this library reads "
                 f"{SCHEMA_VERSION}; {how}"

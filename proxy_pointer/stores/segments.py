@@ -25,7 +25,7 @@ import numpy as np
 
 from ..chunking import Chunk
 from ..lexical import LexicalIndex, idf, tokenize, top_rows
-from ..tree import normalize_title
+from ..tree import Tree, normalize_title
 from ..vectors import VectorIndex, VectorIndexConfig
 from .base import DocumentRecord
 
@@ -40,12 +40,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DocumentParts:
-    """One document whole: its record, stored text, chunks and their vectors (row i = chunk i)."""
+    """One document whole: its record, stored text, chunks and their vectors (row i = chunk
+    i), and its skeleton tree as JSON, so that a query process never parses Markdown."""
 
     record: DocumentRecord
     text: str
     chunks: tuple[Chunk, ...]
     vectors: np.ndarray
+    tree_json: str = ""  # Tree.to_json(include_text=False); "" when not kept
 
 
 def chunk_crumbs(chunk: Chunk, doc_title: str) -> tuple[str, ...]:
@@ -71,6 +73,14 @@ class Segment(Protocol):
     def record(self, doc_id: str) -> DocumentRecord: ...
 
     def text(self, doc_id: str) -> str: ...
+
+    def tree(self, doc_id: str) -> Tree | None:
+        """The document's saved skeleton tree (``None``: not saved; build it)."""
+        ...
+
+    def pointers(self, rows: Sequence[int]) -> list[tuple[str, str | None, int]]:
+        """``(doc_id, node_id, start_char)`` of each row: a chunk without its text."""
+        ...
 
     def doc_rows(self, doc_id: str) -> np.ndarray:
         """Local rows of a document's chunks, in order."""
@@ -138,6 +148,13 @@ class MemorySegment:
 
     def text(self, doc_id: str) -> str:
         return self._docs[doc_id].text
+
+    def tree(self, doc_id: str) -> Tree | None:
+        p = self._docs[doc_id]
+        return Tree.from_json(p.tree_json, text=p.text) if p.tree_json else None
+
+    def pointers(self, rows: Sequence[int]) -> list[tuple[str, str | None, int]]:
+        return [(c.doc_id, c.node_id, c.start_char) for c in (self._chunks[r] for r in rows)]
 
     def doc_rows(self, doc_id: str) -> np.ndarray:
         return self._rows[doc_id]
@@ -296,6 +313,15 @@ class SegmentSet:
             for p, c in zip(pos.tolist(), slot.segment.chunks(local.tolist()), strict=True):
                 out[p] = c
         return out  # type: ignore[return-value]
+
+    def pointers(self, rows: Sequence[int] | np.ndarray
+                 ) -> list[tuple[str, str | None, int]]:
+        """``(doc_id, node_id, start_char)`` of each row, read without the chunk texts."""
+        out: list[tuple[str, str | None, int]] = [("", None, 0)] * len(rows)
+        for slot, pos, local in self._split(np.asarray(rows, np.int64)):
+            for p, c in zip(pos.tolist(), slot.segment.pointers(local.tolist()), strict=True):
+                out[p] = c
+        return out
 
     def crumbs(self, rows: Sequence[int] | np.ndarray) -> list[tuple[str, ...]]:
         out: list[tuple[str, ...]] = [()] * len(rows)

@@ -34,6 +34,8 @@ METHODS: dict[str, Callable[..., Any]] = {
                                                            noise=False, k=k),
     "proxy-pointer-chars2000": lambda k: ProxyPointerMethod(
         "proxy-pointer-chars2000", chunking="chars", k=k),
+    "proxy-pointer-ivf": lambda k: ProxyPointerMethod("proxy-pointer-ivf", vector_kind="ivf",
+                                                      k=k),
     "proxy-pointer-naive": lambda k: ProxyPointerMethod(
         "proxy-pointer-naive", k=k or 5, hybrid=False, max_section_share=1.0, section_floor=0),
     "flat": lambda k: FlatMethod("flat", 2000, 200),

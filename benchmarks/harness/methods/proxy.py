@@ -4,7 +4,9 @@ One index (noise filter on) serves ``proxy-pointer`` (the library's defaults),
 ``proxy-pointer-own`` (own text only), ``proxy-pointer-dense`` (BM25 fusion off) and
 ``proxy-pointer-naive`` (the reference design: the 5 best whole sections, best first, no
 fusion, no per-section cap); ``proxy-pointer-no-noise`` builds a second index with the noise
-filter off. The
+filter off, ``proxy-pointer-ivf`` one whose every segment is searched through the
+memory-mapped IVF index (the default only past 200k chunks). Each index is saved and read
+back, so queries run on the saved files as a CLI or server process would. The
 library packs its own sections under the budget; the harness packs them again with the
 common rule, which cuts nothing when the library kept to the budget (its ``cut_share`` is
 then 0; a non-zero share means the library returned more than the budget).
@@ -12,6 +14,8 @@ then 0; a non-zero share means the library returned more than the budget).
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -23,6 +27,10 @@ from ..dataset import Dataset, Question
 from .base import BuildStats, MethodUnavailable, dir_bytes
 
 __all__ = ["ProxyPointerMethod", "restore_cache", "save_cache"]
+
+# Saved indexes the loaded ones read from; removed when the process exits.
+_SAVED: list[str] = []
+atexit.register(lambda: [shutil.rmtree(p, ignore_errors=True) for p in _SAVED])
 
 _SUFFIX = ".md"
 
@@ -75,8 +83,10 @@ class ProxyPointerMethod:
     scopes = ("per-doc", "corpus")
 
     def __init__(self, name: str = "proxy-pointer", *, noise: bool = True,
-                 chunking: str = "tokens", k: int | None = None, **options: Any) -> None:
+                 chunking: str = "tokens", k: int | None = None, vector_kind: str = "auto",
+                 **options: Any) -> None:
         self.name = name
+        self.vector_kind = vector_kind
         self.noise = noise
         self.chunking = chunking
         # Library defaults (RetrievalConfig) unless a variant overrides them.
@@ -86,17 +96,18 @@ class ProxyPointerMethod:
             f"proxy-pointer Index, {'defaults' if not shown else shown}, "
             f"noise filter {'on' if noise else 'off'}"
             + (", chunks of 2000/200 characters" if chunking == "chars" else "")
+            + (f", vector index {vector_kind}" if vector_kind != "auto" else "")
         )
         self._index: Any = None
 
     @property
     def memory_key(self) -> str:
         """Variants sharing an index share its memory measurement."""
-        return f"proxy-pointer-index-noise-{self.noise}-{self.chunking}"
+        return f"proxy-pointer-index-noise-{self.noise}-{self.chunking}-{self.vector_kind}"
 
     def build(self, dataset: Dataset, embedder: Any) -> BuildStats:
         Index = _index_class()
-        key = (id(dataset), embedder.model_id, self.noise, self.chunking)
+        key = (id(dataset), embedder.model_id, self.noise, self.chunking, self.vector_kind)
         built = _BUILT.get(key)
         if built is not None:
             self._index = built.index
@@ -106,14 +117,17 @@ class ProxyPointerMethod:
         paths = [str(dataset.doc_path(d)) for d in dataset.docs]
         texts0, computed0 = embedder.texts, embedder.computed
         t0 = time.perf_counter()
+        from proxy_pointer.vectors import VectorIndexConfig
+
         index = Index.build(paths, root=str(dataset.docs_dir), embedder=embedder,
-                            chunk_config=config)
+                            chunk_config=config,
+                            vector_config=VectorIndexConfig(kind=self.vector_kind))
         seconds = time.perf_counter() - t0
-        size = None
-        if hasattr(index, "save"):
-            with tempfile.TemporaryDirectory() as tmp:
-                index.save(tmp)
-                size = dir_bytes(tmp)
+        tmp = tempfile.mkdtemp(prefix="pp-bench-")
+        _SAVED.append(tmp)
+        index.save(tmp)
+        size = dir_bytes(tmp)
+        index = Index.load(tmp, embedder=embedder)
         stats = BuildStats(seconds=seconds, units=len(index.chunks),
                            embed_texts=embedder.texts - texts0,
                            embed_computed=embedder.computed - computed0, index_bytes=size)
