@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -181,7 +182,8 @@ class Index:
         self.noise_llm = noise_llm
         self._vector_config = vector_config or VectorIndexConfig()
         self._segments = SegmentSet([], int(embedder.dimension))
-        self._trees: OrderedDict[str, Tree] = OrderedDict()
+        self._trees: OrderedDict[str, Tree] = OrderedDict()  # most recently used last
+        self._tree_lock = threading.Lock()
         self._line_tokens: dict[str, tuple[int, ...]] = {}
         # Where the current contents were read from or last saved to; None once they
         # change in memory.
@@ -385,11 +387,11 @@ class Index:
             if t is None:  # not saved (a text file, Index.from_parts): parse the copy
                 t = build_tree(self.text(doc_id), doc_id=doc_id,
                                recover_headings=self.recover_headings)
+        with self._tree_lock:  # concurrent readers share the cache
             self._trees[doc_id] = t
+            self._trees.move_to_end(doc_id)
             while len(self._trees) > 256:
                 self._trees.popitem(last=False)
-        else:
-            self._trees.move_to_end(doc_id)
         return t
 
     def line_tokens(self, doc_id: str) -> tuple[int, ...]:

@@ -580,9 +580,17 @@ def test_saved_updates_across_segments_match_a_fresh_build(docs: Path, tmp_path:
     assert len(manifest["segments"]) >= 2
 
 
-def test_path_prefix_and_label_filters_on_a_saved_index(saved: Path) -> None:
+def test_path_prefix_and_label_filters_on_a_saved_index(saved: Path, monkeypatch) -> None:
+    from proxy_pointer.index import ChunkRows
+
     idx = Index.load(saved)
     memory = Index.build([saved.parent / "docs"], embedder=HashEmbedder(64))
+
+    def no_scan(self):
+        raise AssertionError("a filter iterated over every chunk row")
+
+    monkeypatch.setattr(ChunkRows, "__iter__", no_scan)
+    assert idx.retrieve("What happens in section 2 of the harbor?").sections
     for options in ({"path_prefix": ["Harbor Operations"]},
                     {"path_prefix": ["Orchard Handbook", "Pruning"]},
                     {"doc_ids": ["harbor.md"], "path_prefix": ["harbor operations", "Tides"]}):

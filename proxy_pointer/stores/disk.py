@@ -176,7 +176,8 @@ class DiskSegment:
                 raise IndexCorruptError(
                     f"{p}: {actual} bytes, {size} were written (truncated or overwritten)")
         self.dimension = dimension
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # SQLite access
+        self._cache_lock = threading.Lock()  # the LRU caches below
         self._con = self._connect()
         self._vectors = self._open_vectors()
         self._vindex: VectorIndex | None = None
@@ -250,14 +251,16 @@ class DiskSegment:
             rec = DocumentRecord(doc_id=d, source_path=path, size=size, sha256=sha, kind=kind,
                                  title=title, n_chunks=n,
                                  line_tokens=tuple(np.frombuffer(lt, "<i4").tolist()))
-            _remember(self._records, doc_id, rec, 256)
+            with self._cache_lock:
+                _remember(self._records, doc_id, rec, 256)
         return rec
 
     def text(self, doc_id: str) -> str:
         text = self._texts.get(doc_id)
         if text is None:
             text = self._source(self._doc_table()[doc_id][0])
-            _remember(self._texts, doc_id, text, 64)
+            with self._cache_lock:
+                _remember(self._texts, doc_id, text, 64)
         return text
 
     def _tree_json(self, doc_id: str) -> str:
