@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,13 +128,17 @@ class VectorIndex:
     """Search over normalized float32 vectors (row ``i`` is chunk ``i``).
 
     ``vectors`` may be memory-mapped; exact search reads them, an approximate index
-    (``prebuilt``, or built here for ``kind="hnsw"``) answers unfiltered searches.
+    (``prebuilt``, or built here for ``kind="hnsw"``) answers unfiltered searches, and
+    ``fetch`` (rows -> their vectors) serves the row reads of re-scoring and filters.
     """
 
     def __init__(self, vectors: np.ndarray, config: VectorIndexConfig | None = None,
-                 *, prebuilt: Any = None) -> None:
+                 *, prebuilt: Any = None,
+                 fetch: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
         self.config = config or VectorIndexConfig()
         self.vectors = vectors
+        # Reads given rows (sorted) for re-scoring and filters; default: index ``vectors``.
+        self._fetch = fetch or (lambda rows: np.asarray(vectors[rows]))
         self._faiss: Any = prebuilt
         if prebuilt is None and self.config.kind == "hnsw" and len(vectors):
             self._faiss = build_approximate(vectors, self.config, "hnsw")
@@ -171,7 +176,8 @@ class VectorIndex:
                 rows = rows[~np.isin(rows, exclude)]
             if len(rows) == 0 or k <= 0:
                 return np.empty(0, np.float32), np.empty(0, np.int64)
-            return _top(np.asarray(self.vectors[np.sort(rows)] @ q), np.sort(rows), k)
+            rows = np.sort(rows)
+            return _top(np.asarray(self._fetch(rows) @ q), rows, k)
         n = len(self)
         if n == 0 or k <= 0:
             return np.empty(0, np.float32), np.empty(0, np.int64)
@@ -201,7 +207,7 @@ class VectorIndex:
         want = min(2 * k + 10, len(self))
         _, ids = self._faiss.search(q.reshape(1, -1), want, params=params)
         found = np.sort(ids[0][ids[0] >= 0]).astype(np.int64)
-        return _top(np.asarray(self.vectors[found] @ q, np.float32), found, k)
+        return _top(np.asarray(self._fetch(found) @ q, np.float32), found, k)
 
 
 def _top(scores: np.ndarray, rows: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:

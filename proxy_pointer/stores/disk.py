@@ -211,7 +211,10 @@ class DiskSegment:
     def _open_vectors(self) -> np.ndarray:
         path = self.folder / _VECTORS
         try:
+            if self._rows:
+                _npy_layout(path)  # checks the header and length before mapping
             v = np.load(path, mmap_mode="r" if self._rows else None, allow_pickle=False)
+            self._reader = _RowReader(path) if self._rows and self._approx else None
         except (ValueError, OSError, EOFError) as e:
             raise IndexCorruptError(f"{path}: unreadable ({e})") from None
         if v.dtype != np.float32 or v.shape != (self._rows, self.dimension):
@@ -324,7 +327,11 @@ class DiskSegment:
         return np.asarray([r[0] for r in rows], np.int64)
 
     def vectors(self, rows: np.ndarray | None = None) -> np.ndarray:
-        return self._vectors if rows is None else np.asarray(self._vectors[rows])
+        if rows is None:
+            return self._vectors
+        if self._reader is not None:
+            return self._reader(rows)
+        return np.asarray(self._vectors[rows])
 
     def vector_index(self, config: VectorIndexConfig) -> VectorIndex:
         if self._vindex is None or self._vindex.config != config:
@@ -334,7 +341,8 @@ class DiskSegment:
                 pre = open_approximate(self.folder / _APPROX[kind], self._rows, self.dimension)
             elif config.kind == "hnsw" and self._rows:
                 pre = build_approximate(self._vectors, config, "hnsw")
-            self._vindex = VectorIndex(self._vectors, config, prebuilt=pre)
+            self._vindex = VectorIndex(self._vectors, config, prebuilt=pre,
+                                       fetch=self._reader)
         return self._vindex
 
     def lexical(self) -> LexicalIndex:
@@ -352,6 +360,52 @@ class DiskSegment:
     def close(self) -> None:
         with self._lock:
             self._con.close()
+        if self._reader is not None:
+            self._reader.close()
+
+
+def _npy_layout(path: Path) -> tuple[int, tuple[int, ...], np.dtype]:
+    """``(data offset, shape, dtype)`` of a C-order numeric ``.npy`` file (never unpickles)."""
+    with open(path, "rb") as f:
+        major, _ = np.lib.format.read_magic(f)
+        read_header = (np.lib.format.read_array_header_1_0 if major == 1
+                       else np.lib.format.read_array_header_2_0)
+        shape, fortran, dtype = read_header(f)
+        if fortran or dtype.hasobject:
+            raise ValueError("not a C-order numeric array")
+        offset = f.tell()
+        if os.fstat(f.fileno()).st_size < offset + int(np.prod(shape)) * dtype.itemsize:
+            raise ValueError(f"file shorter than its {shape} {dtype} array")
+    return offset, tuple(shape), dtype
+
+
+class _RowReader:
+    """Rows of a 2-D ``.npy`` read with ``pread``: random access without mapping the file.
+
+    A segment searched through its IVF index reads only the few hundred rows it re-scores
+    per query; reading them, rather than faulting them in through a map, keeps the file's
+    pages out of the process (they stay in the shared page cache).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._offset, shape, dtype = _npy_layout(path)
+        self._fd = os.open(path, os.O_RDONLY)
+        self._n, self._d = shape
+        self._dtype = dtype
+        self._row = self._d * dtype.itemsize
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        out = np.empty((len(rows), self._d), self._dtype)
+        view = out.data.cast("B")
+        for i, r in enumerate(np.asarray(rows, np.int64).tolist()):
+            if not 0 <= r < self._n:
+                raise IndexError(f"row {r} out of range")
+            os.preadv(self._fd, [view[i * self._row:(i + 1) * self._row]],
+                      self._offset + r * self._row)
+        return out
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 def _remember(cache: OrderedDict[str, Any], key: str, value: Any, size: int) -> None:
