@@ -100,9 +100,13 @@ def make_corpus(work: Path, size: int, start_copy: int = 0) -> tuple[Path, int]:
     docs = source_docs()
     texts = {p: p.read_text(encoding="utf-8") for p in docs}
     expected, n, j = 0.0, 0, start_copy
-    while expected < size if start_copy == 0 else n < 10:
+
+    def full() -> bool:  # a corpus stops at the size; the extra folder at ten files
+        return n >= 10 if start_copy else expected >= size
+
+    while not full():
         for p in docs:
-            if (expected >= size if start_copy == 0 else n >= 10):
+            if full():
                 break
             if start_copy and "finance" in str(p):
                 continue  # ten small additions: papers only

@@ -44,7 +44,7 @@ from ..vectors import VectorIndex, VectorIndexConfig, build_approximate, open_ap
 from .base import DocumentRecord
 from .segments import DocumentParts, chunk_crumbs
 
-__all__ = ["DiskSegment", "write_segment"]
+__all__ = ["DiskSegment", "fsync_path", "write_segment"]
 
 SEGMENT_FORMAT = 1
 _META, _VECTORS, _LEXICAL, _INFO = "meta.sqlite", "vectors.npy", "bm25", "segment.json"
@@ -53,7 +53,8 @@ _CHUNK_COLS = ("doc_id, node_id, title, path, start_char, end_char, start_line, 
                "own_start, own_end, section_start, section_end")
 
 
-def _fsync_path(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """Flush a file or a folder (its entries) to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -86,7 +87,7 @@ def write_segment(folder: Path, docs: Sequence[DocumentParts], *, dimension: int
             lexical = LexicalIndex.build([c.embed_text for d in docs for c in d.chunks])
         lexical.save(tmp / _LEXICAL)
         for p in (tmp / _LEXICAL).iterdir():
-            _fsync_path(p)
+            fsync_path(p)
     kind = config.approximate_kind(n)
     if kind is not None and n:
         import faiss
@@ -102,7 +103,7 @@ def write_segment(folder: Path, docs: Sequence[DocumentParts], *, dimension: int
         json.dump(info, f, indent=1, sort_keys=True)
         f.flush()
         os.fsync(f.fileno())
-    _fsync_path(tmp)
+    fsync_path(tmp)
     os.rename(tmp, folder)
 
 
@@ -138,8 +139,7 @@ def _write_meta(path: Path, docs: Sequence[DocumentParts]) -> None:
         con.commit()
     finally:
         con.close()
-    with open(path, "rb+") as f:
-        os.fsync(f.fileno())
+    fsync_path(path)
 
 
 class DiskSegment:
@@ -211,8 +211,6 @@ class DiskSegment:
     def _open_vectors(self) -> np.ndarray:
         path = self.folder / _VECTORS
         try:
-            if self._rows:
-                _npy_layout(path)  # checks the header and length before mapping
             v = np.load(path, mmap_mode="r" if self._rows else None, allow_pickle=False)
             self._reader = _RowReader(path) if self._rows and self._approx else None
         except (ValueError, OSError, EOFError) as e:

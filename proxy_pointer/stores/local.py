@@ -34,12 +34,12 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import IndexCorruptError, IndexLockedError, IndexMismatchError
 from .base import SCHEMA_VERSION, Manifest, OpenedIndex
-from .disk import DiskSegment, write_segment
-from .segments import DocumentParts, MemorySegment, SegmentSet
+from .disk import DiskSegment, fsync_path, write_segment
+from .segments import DocumentParts, MemorySegment, Segment, SegmentSet
 
 __all__ = ["GRACE_SECONDS", "MAX_SMALL_SEGMENTS", "SMALL_SHARE", "LocalStore", "current_generation",
            "index_size_bytes", "write_lock"]
@@ -88,15 +88,6 @@ def write_lock(directory: str | os.PathLike[str], *, timeout: float = 0.0) -> It
 
 
 # --- files ------------------------------------------------------------------------------
-def _fsync(path: Path) -> None:
-    """Flush a file or a folder (its entries) to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_file(path: Path, data: bytes) -> None:
     with open(path, "wb") as f:
         f.write(data)
@@ -254,18 +245,17 @@ class LocalStore:
         listed: list[tuple[str, list[str]]] = []
         merge: list[DocumentParts] = []
         total = max(segments.n_rows, 1)
-        plan = []
+        plan: list[_Planned] = []
         for seg, deleted in segments.slots:
-            dead = sum(len(seg.doc_rows(d)) for d in deleted)
-            live = seg.n_rows - dead
-            ours = isinstance(seg, DiskSegment) and seg.folder.parent == seg_dir
             if set(seg.sha256s()) <= set(deleted):
                 continue  # every document in it was replaced or removed
-            plan.append((seg, deleted, live, ours, dead))
-        small = [p for p in plan if p[3] and p[2] < total * SMALL_SHARE]
-        fresh = any(not p[3] for p in plan)  # a new segment is about to be written
+            dead = sum(len(seg.doc_rows(d)) for d in deleted)
+            ours = isinstance(seg, DiskSegment) and seg.folder.parent == seg_dir
+            plan.append(_Planned(seg, deleted, seg.n_rows - dead, dead, ours))
+        small = [p for p in plan if p.ours and p.live < total * SMALL_SHARE]
+        fresh = any(not p.ours for p in plan)  # a new segment is about to be written
         merge_small = len(small) + fresh > MAX_SMALL_SEGMENTS
-        for seg, deleted, live, ours, dead in plan:
+        for seg, deleted, live, dead, ours in plan:
             fits = (isinstance(seg, DiskSegment) and seg.approximate
                     == manifest.vector_index.approximate_kind(seg.n_rows))
             if (ours and fits and not (merge_small and live < total * SMALL_SHARE)
@@ -289,14 +279,14 @@ class LocalStore:
             write_segment(seg_dir / name, merge, dimension=manifest.embedder.dimension,
                           config=manifest.vector_index, lexical=lexical)
             listed.append((name, []))
-        _fsync(src_dir)
-        _fsync(seg_dir)
+        fsync_path(src_dir)
+        fsync_path(seg_dir)
 
-        opened: list[tuple[DiskSegment, list[str]]] = []
-        for name, gone in listed:
-            opened.append((DiskSegment(seg_dir / name, source=self._source,
-                                       dimension=manifest.embedder.dimension), gone))
-        committed = SegmentSet(opened, manifest.embedder.dimension)
+        opened = {name: DiskSegment(seg_dir / name, source=self._source,
+                                    dimension=manifest.embedder.dimension)
+                  for name, _ in listed}
+        committed = SegmentSet([(opened[n], gone) for n, gone in listed],
+                               manifest.embedder.dimension)
         n_docs, n_chunks = committed.n_documents(), committed.n_rows
         manifest = dataclasses.replace(manifest, schema_version=SCHEMA_VERSION,
                                        n_documents=n_docs, n_chunks=n_chunks)
@@ -308,13 +298,13 @@ class LocalStore:
         body = {**manifest.to_dict(),
                 "segments": [{"name": n, "deleted": d} for n, d in listed]}
         _write_file(tmp / "manifest.json", json.dumps(body, indent=1, sort_keys=True).encode())
-        _fsync(tmp)
+        fsync_path(tmp)
         os.rename(tmp, gen)
         pointer = directory / f".{_CURRENT}.tmp"
         _write_file(pointer, (gen.name + "\n").encode())
         os.replace(pointer, directory / _CURRENT)
-        _fsync(directory)
-        self._collect_garbage(gen, previous)
+        fsync_path(directory)
+        self._collect_garbage(gen, previous, opened)
         return gen.name, committed
 
     def _store_source(self, sha256: str, text: str) -> None:
@@ -333,13 +323,15 @@ class LocalStore:
             self._store_source(seg.record(d).sha256, seg.text(d))
         os.rename(tmp, folder)
 
-    def _collect_garbage(self, current: Path, previous: Path | None) -> None:
+    def _collect_garbage(self, current: Path, previous: Path | None,
+                         opened: dict[str, DiskSegment]) -> None:
         """Delete generations, segments and sources no kept generation needs, and what
         writers that died left (we hold the writer lock, so nobody writes them now).
 
         Kept: the new and the previous generation, and older ones superseded less than
         :data:`GRACE_SECONDS` ago. A generation folder that was never committed (its
-        writer died before swapping ``CURRENT``) is deleted.
+        writer died before swapping ``CURRENT``) is deleted. ``opened``: the new
+        generation's segments by name, already open.
         """
         directory = self.directory
         low = _generation_number(previous.name) if previous is not None else 0
@@ -356,22 +348,26 @@ class LocalStore:
         for g in directory.glob("gen-*"):
             if g not in keep:
                 shutil.rmtree(g, ignore_errors=True)
-        live: set[str] = set()  # segments some kept generation reads
+        # segment -> the documents every kept generation listing it has deleted
+        deleted_everywhere: dict[str, set[str]] = {}
         for g in keep:
             with contextlib.suppress(IndexCorruptError, OSError, ValueError):
-                live.update(n for n, _ in _segment_list(_read_manifest(g / "manifest.json"),
-                                                        str(g)))
+                for n, deleted in _segment_list(_read_manifest(g / "manifest.json"), str(g)):
+                    have = deleted_everywhere.get(n)
+                    deleted_everywhere[n] = set(deleted) if have is None else have & set(deleted)
         seg_dir, src_dir = directory / _SEGMENTS, directory / _SOURCES
         shas: set[str] = set()
         for p in seg_dir.iterdir():
-            if p.name not in live:
+            if p.name not in deleted_everywhere:
                 shutil.rmtree(p, ignore_errors=True)
                 continue
             with contextlib.suppress(IndexCorruptError, OSError, ValueError):
-                seg = DiskSegment(p, source=self._source, dimension=_dim(p))
-                everywhere_deleted = _deleted_in_all(p.name, keep)
-                shas.update(h for d, h in seg.sha256s().items() if d not in everywhere_deleted)
-                seg.close()
+                seg = opened.get(p.name) or DiskSegment(p, source=self._source,
+                                                        dimension=_dim(p))
+                gone = deleted_everywhere[p.name]
+                shas.update(h for d, h in seg.sha256s().items() if d not in gone)
+                if p.name not in opened:
+                    seg.close()
         for p in src_dir.iterdir():
             if p.name not in shas:
                 p.unlink(missing_ok=True)
@@ -379,15 +375,14 @@ class LocalStore:
             shutil.rmtree(p, ignore_errors=True)
 
 
-def _deleted_in_all(segment: str, generations: list[Path]) -> set[str]:
-    """Documents of ``segment`` that every generation listing it has deleted."""
-    sets = []
-    for g in generations:
-        with contextlib.suppress(IndexCorruptError, OSError, ValueError):
-            for n, deleted in _segment_list(_read_manifest(g / "manifest.json"), str(g)):
-                if n == segment:
-                    sets.append(set(deleted))
-    return set.intersection(*sets) if sets else set()
+class _Planned(NamedTuple):
+    """A segment of the generation being written, and what a save does with it."""
+
+    segment: Segment
+    deleted: frozenset[str]
+    live: int
+    dead: int
+    ours: bool  # already a segment of this directory
 
 
 def _same_order(seg: MemorySegment, merge: list[DocumentParts]) -> bool:
