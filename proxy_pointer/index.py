@@ -30,6 +30,7 @@ from .documents import DEFAULT_INCLUDE, discover
 from .embeddings import Embedder, make_embedder
 from .errors import ConfigError
 from .ingest import DEFAULT_BATCH_BYTES, IngestProgress, Source, ingest
+from .lexical import tokenize
 from .stores import (
     DocumentParts,
     DocumentRecord,
@@ -355,6 +356,12 @@ class Index:
                        ) -> list[tuple[int, float]]:
         """BM25's best ``k`` chunk rows for ``question`` (within ``rows`` when given)."""
         return self._segments.lexical(question, k, rows)
+
+    def term_weights(self, question: str) -> dict[str, float]:
+        """The question's BM25 terms (:func:`~.lexical.tokenize`) with their corpus-wide
+        IDF: what scoring single lines of a section lexically needs."""
+        terms = list(dict.fromkeys(tokenize([question])[0]))
+        return dict(zip(terms, self._segments.term_weights(terms).tolist(), strict=True))
 
     def pointers(self, rows: Sequence[int] | np.ndarray
                  ) -> list[tuple[str, str | None, int]]:

@@ -1,81 +1,39 @@
-"""Retrieval by proxy and pointer: search chunks, dedupe by node, slice whole sections.
+"""Retrieval by proxy and pointer: search chunks, rank sections, pack them into a budget.
 
-Chunks are proxies and their metadata are pointers. A search ranks chunks; chunks that
-point at the same ``(doc_id, node_id)`` are merged into one candidate node; each node's
-section is then sliced from the *stored copy* of its document (never from a file that may
-have changed since indexing) and packed, in rank order, into a token budget (tokens are
-counted by :mod:`proxy_pointer.tokens`). Sliding-window chunks of documents without
-headings have no node and are used as context directly.
+Chunks are proxies and their metadata are pointers. A search ranks chunks (dense and BM25,
+fused); chunks that point at the same ``(doc_id, node_id)`` are merged into one candidate
+node; nodes are ranked as sections over the skeleton tree (:mod:`.ranking`); the best ``k``
+are selected (an ancestor absorbs its descendants), near-identical sections of different
+documents are handed over once, and the sections are sliced from the *stored copy* of
+their documents (never from a file that may have changed since indexing) and packed into
+a token budget (:mod:`.packing`; tokens are counted by :mod:`proxy_pointer.tokens`).
+Sliding-window chunks of documents without headings have no node and are used as context
+directly.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 import time
-import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import defaults
+from .derived import caches
 from .errors import ConfigError
-from .tokens import count_tokens, truncate_to_tokens
+from .packing import Section, merge_duplicates, pack_evidence, pack_sections
+from .ranking import MODES, group, rank_nodes, select
 from .tree import normalize_title
 
 if TYPE_CHECKING:
-    from .chunking import Chunk
     from .index import Index
 
 __all__ = ["Retrieval", "RetrievalConfig", "Retriever", "Section"]
 
 _MAX_QUESTION_CHARS = 20_000  # the embedder reads ~1,000 characters; BM25 needs no more
-_ELLIPSIS = "[…]\n"
-_MIN_WINDOW = 48  # tokens: below this a trimmed section is only its heading
-
-
-@dataclass(frozen=True)
-class Section:
-    """One retrieved piece of context: a whole section (or a fallback window) of a document.
-
-    ``start_line`` and ``end_line`` are 1-based and inclusive, as shown to people, and refer
-    to the stored copy of the source. ``matched_spans`` are the (1-based, inclusive) line
-    spans of the chunks that hit this section. ``trimmed`` is true when the section did not
-    fit the token budget whole and only its heading and a window around its matched chunks
-    are in ``text``.
-    """
-
-    doc_id: str
-    node_id: str | None
-    title: str
-    path: tuple[str, ...]
-    start_line: int
-    end_line: int
-    text: str
-    score: float
-    tokens: int = 0
-    trimmed: bool = False
-    matched_spans: tuple[tuple[int, int], ...] = ()
-
-    @property
-    def ref(self) -> str:
-        """The citation key: ``doc_id#node_id``, or ``doc_id#L<line>`` for a fallback window."""
-        if self.node_id is None:
-            return f"{self.doc_id}#L{self.start_line}"
-        return f"{self.doc_id}#{self.node_id}"
-
-    @property
-    def breadcrumb(self) -> str:
-        return " > ".join(self.path)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the batch query output's ``contexts`` entries)."""
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["path"] = list(self.path)
-        d["matched_spans"] = [list(s) for s in self.matched_spans]
-        return d
 
 
 @dataclass(frozen=True)
@@ -103,13 +61,23 @@ class RetrievalConfig:
     """How a question becomes sections. Defaults were tuned on qasper-dev (see README).
 
     * ``k_search`` chunks are searched, merged into unique nodes, the best ``k`` kept.
+    * ``mode`` ranks nodes as sections (:mod:`.ranking`): ``"chunks"`` (default: a node
+      ranks by its best chunk), ``"collapsed"`` (every node of a hit document's tree
+      competes, by its best chunk and its subtree's mean vector) or ``"traverse"``
+      (top-down, ``beam`` children per level). On qasper-dev the three are within a point
+      of evidence hit at 1,000 tokens; "collapsed" finds the gold section more often but
+      costs latency (README).
     * ``expand="section"`` hands over a node with its subsections (the reference design);
       ``"own"`` only its own text up to its first child.
-    * ``budget`` caps the total tokens of all section texts; a section that does not fit
-      whole is trimmed to its heading and the lines around the chunks that matched.
-    * A section may take at most ``max(section_floor, max_section_share * budget)`` tokens
-      before it is trimmed the same way, so one long chapter cannot crowd out every other
-      hit (at the default 2,000-token budget: 600 tokens).
+    * ``budget`` caps the total tokens of all section texts. ``packing="evidence"``
+      (default, :func:`~.packing.pack_evidence`) fills it with the best lines of the ``k``
+      sections, whole sections where they fit; ``lexical_weight`` (default 0: on
+      qasper-dev 0.1 and 0.25 lost up to 4 points at 500 tokens) is how much a block's own
+      BM25 match with the question raises its chunk's score. ``packing="sections"`` hands
+      over whole sections in rank order, trimming one that does not fit to its heading and
+      the lines around its matched chunks; there a section may take at most
+      ``max(section_floor, max_section_share * budget)`` tokens, so one long chapter
+      cannot crowd out every other hit.
     * ``promote_parent``: when this many (>= 2) selected nodes share a parent, the parent's
       section replaces them if it fits; 0 (default) turns it off.
     * ``hybrid`` (default on) fuses BM25 (bm25s, over the same chunks and breadcrumbs) with
@@ -125,6 +93,10 @@ class RetrievalConfig:
     k: int = defaults.K
     k_search: int = defaults.K_SEARCH
     expand: str = defaults.EXPAND
+    mode: str = "chunks"
+    beam: int = 3
+    packing: str = "evidence"
+    lexical_weight: float = 0.0
     max_section_share: float = 0.3
     section_floor: int = 400
     promote_parent: int = 0
@@ -150,6 +122,14 @@ class RetrievalConfig:
                 raise ConfigError(f"{name} must be a positive integer, got {v!r}")
         if self.expand not in ("section", "own"):
             raise ConfigError(f"expand must be 'section' or 'own', got {self.expand!r}")
+        if self.mode not in MODES:
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.packing not in ("evidence", "sections"):
+            raise ConfigError(f"packing must be 'evidence' or 'sections', got {self.packing!r}")
+        if not isinstance(self.beam, int) or self.beam < 1:
+            raise ConfigError(f"beam must be a positive integer, got {self.beam!r}")
+        if self.lexical_weight < 0:
+            raise ConfigError("lexical_weight must be >= 0")
         if not 0 < self.max_section_share <= 1:
             raise ConfigError("max_section_share must be in (0, 1]")
         if self.promote_parent < 0 or self.promote_parent == 1:
@@ -158,18 +138,6 @@ class RetrievalConfig:
             raise ConfigError("section_floor must be >= 0")
         if self.rrf_k < 1:
             raise ConfigError("rrf_k must be at least 1")
-
-
-@dataclass
-class _Candidate:
-    """Chunks of one node (or one fallback window) that the search hit."""
-
-    doc_id: str
-    node_id: str | None
-    key: tuple[str, str]
-    score: float
-    rows: list[int] = field(default_factory=list)
-    row_scores: list[float] = field(default_factory=list)
 
 
 class Retriever:
@@ -194,12 +162,13 @@ class Retriever:
         if (rows is not None and len(rows) == 0) or len(self.index.chunks) == 0:
             return Retrieval(question, (), cfg.budget, 0)
         timings: dict[str, float] = {}
-        ranked = self._search(question[:_MAX_QUESTION_CHARS], cfg, rows, timings)
+        ranked, q = self._search(question[:_MAX_QUESTION_CHARS], cfg, rows, timings)
         t = time.perf_counter()
-        candidates = self._group(ranked)
+        candidates = rank_nodes(self.index, group(self.index, ranked), q, cfg.mode,
+                                beam=cfg.beam, rrf_k=cfg.rrf_k)
         timings["dedupe"] = time.perf_counter() - t
         t = time.perf_counter()
-        sections, omitted = self._assemble(candidates, cfg)
+        sections, omitted = self._assemble(question, candidates, cfg)
         timings["slice"] = time.perf_counter() - t
         used = sum(s.tokens for s in sections)
         return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates),
@@ -213,7 +182,7 @@ class Retriever:
             rows = idx.rows_for(cfg.doc_ids)
         if cfg.path_prefix:
             want = tuple(normalize_title(t) for t in cfg.path_prefix)
-            cache = _caches(idx).prefixes
+            cache = caches(idx).prefixes
             if want not in cache:
                 # The store finds the rows that mention the first title; only those are
                 # checked here, never every chunk row.
@@ -227,14 +196,14 @@ class Retriever:
         return rows
 
     def _search(self, question: str, cfg: RetrievalConfig, rows: np.ndarray | None,
-                timings: dict[str, float]) -> list[tuple[int, float]]:
-        """Chunk rows with fused scores, best first."""
+                timings: dict[str, float]) -> tuple[list[tuple[int, float]], np.ndarray]:
+        """Chunk rows with fused scores, best first, and the query vector."""
         t = time.perf_counter()
         q = np.asarray(self.index.embedder.embed_query(question), dtype=np.float32)
         timings["embed"] = time.perf_counter() - t
         t = time.perf_counter()
         try:
-            return self._rank(question, q, cfg, rows)
+            return self._rank(question, q, cfg, rows), q
         finally:
             timings["search"] = time.perf_counter() - t
 
@@ -273,266 +242,24 @@ class Retriever:
             scores[r] += cfg.title_boost
         return sorted(scores.items(), key=lambda t: (-t[1], t[0]))
 
-    def _group(self, ranked: list[tuple[int, float]]) -> list[_Candidate]:
-        """Dedupe by ``(doc_id, node_id)``: best score per node, all its hit chunks kept."""
-        by_key: dict[tuple[str, str], _Candidate] = {}
-        order: list[_Candidate] = []
-        pointers = self.index.pointers([r for r, _ in ranked])
-        for (row, score), (doc_id, node_id, start) in zip(ranked, pointers, strict=True):
-            key = (doc_id, node_id if node_id is not None else f"#{start}")
-            cand = by_key.get(key)
-            if cand is None:
-                cand = by_key[key] = _Candidate(doc_id, node_id, key, score)
-                order.append(cand)
-            cand.rows.append(row)
-            cand.row_scores.append(score)
-        return order  # ranked is best first, so the first hit carries the best score
-
     # --- assembly -------------------------------------------------------------------
-    def _assemble(self, candidates: list[_Candidate], cfg: RetrievalConfig
+    def _assemble(self, question: str, candidates: list[Any], cfg: RetrievalConfig
                   ) -> tuple[list[Section], list[str]]:
-        """Sections in rank order within the budget, and the refs left out for lack of it.
-
-        A section that does not fit is trimmed to a window; when what is left of the budget
-        cannot hold a useful window (under ``_MIN_WINDOW`` tokens) it is left out and named
-        in ``Retrieval.omitted`` instead, and smaller sections further down may still fit.
-        """
-        selected = self._select(candidates, cfg)
-        sections: list[Section] = []
-        omitted: list[str] = []
-        left = cfg.budget
+        """Sections within the budget, and the refs of selected ones left out for lack
+        of it."""
+        idx = self.index
+        selected = select(idx, candidates, k=cfg.k, expand=cfg.expand,
+                          promote_parent=cfg.promote_parent, budget=cfg.budget)
+        selected = merge_duplicates(idx, selected)
+        if cfg.packing == "evidence":
+            terms = idx.term_weights(question) if cfg.lexical_weight else {}
+            return pack_evidence(idx, selected, cfg.budget, terms,
+                                 lexical_weight=cfg.lexical_weight)
         cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
-        for cand, (start, end) in selected:
-            sec = self._section(cand, start, end, min(left, cap)) if left > 0 else None
-            if sec is None or (sec.trimmed and min(left, cap) < _MIN_WINDOW):
-                omitted.append(_ref(cand, start))
-                continue
-            sections.append(sec)
-            left -= sec.tokens
-        return sections, omitted
-
-    def _select(self, candidates: list[_Candidate], cfg: RetrievalConfig
-                ) -> list[tuple[_Candidate, tuple[int, int]]]:
-        """The best ``k`` nodes with their line ranges; ancestors absorb descendants."""
-        chosen: list[tuple[_Candidate, tuple[int, int]]] = []
-
-        def holder(doc_id: str, rng: tuple[int, int]) -> _Candidate | None:
-            for other, orng in chosen:
-                if other.doc_id == doc_id and orng[0] <= rng[0] and rng[1] <= orng[1]:
-                    return other
-            return None
-
-        for cand in candidates:
-            if len(chosen) >= cfg.k:
-                break
-            rng = self._range(cand, cfg.expand)
-            if cand.node_id is not None and any(
-                o.doc_id == cand.doc_id and rng[0] <= r[0] and r[1] <= rng[1] for o, r in chosen
-            ):
-                # An ancestor of a better-ranked section: hand over only its own text, so
-                # nothing is repeated and the better hit keeps its place.
-                rng = self._range(cand, "own")
-            other = holder(cand.doc_id, rng)
-            if other is not None:
-                # Already inside a better-ranked section: its chunks count there.
-                other.rows.extend(cand.rows)
-                other.row_scores.extend(cand.row_scores)
-            else:
-                chosen.append((cand, rng))
-        if cfg.promote_parent >= 2:
-            chosen = self._promote(chosen, cfg)
-        return chosen
-
-    def _promote(self, chosen: list[tuple[_Candidate, tuple[int, int]]], cfg: RetrievalConfig
-                 ) -> list[tuple[_Candidate, tuple[int, int]]]:
-        """Replace ``promote_parent`` or more siblings by their parent section if it fits."""
-        idx = self.index
-        groups: dict[tuple[str, str], list[int]] = {}
-        for i, (cand, _) in enumerate(chosen):
-            if cand.node_id is None or cand.node_id not in idx.tree(cand.doc_id):
-                continue
-            node = idx.tree(cand.doc_id).get(cand.node_id)
-            if node.parent_id is not None:
-                groups.setdefault((cand.doc_id, node.parent_id), []).append(i)
-        for (doc_id, parent_id), members in groups.items():
-            if len(members) < cfg.promote_parent:
-                continue
-            tree = idx.tree(doc_id)
-            parent = tree.get(parent_id)
-            if sum(idx.line_tokens(doc_id)[parent.start:parent.end]) > cfg.budget:
-                continue
-            first = chosen[members[0]][0]
-            promoted = _Candidate(doc_id, parent_id, (doc_id, parent_id), first.score)
-            for i in members:
-                promoted.rows.extend(chosen[i][0].rows)
-                promoted.row_scores.extend(chosen[i][0].row_scores)
-            rng = (parent.start, parent.end)
-            keep = [(c, r) for j, (c, r) in enumerate(chosen) if j not in members[1:]]
-            pos = keep.index(chosen[members[0]])
-            keep[pos] = (promoted, rng)
-            chosen = _drop_contained(keep, pos)
-        return chosen
-
-    def _range(self, cand: _Candidate, expand: str) -> tuple[int, int]:
-        """0-based half-open line range that the candidate's section covers."""
-        idx = self.index
-        if cand.node_id is None:
-            c = idx.chunks[cand.rows[0]]
-            return c.start_line, c.end_line
-        node = idx.tree(cand.doc_id).get(cand.node_id)
-        return (node.start, node.end) if expand == "section" else (node.start, node.own_end)
-
-    def _section(self, cand: _Candidate, start: int, end: int, allowance: int
-                 ) -> Section | None:
-        idx = self.index
-        chunks = [idx.chunks[r] for r in cand.rows]
-        spans = tuple(sorted({(c.start_line + 1, c.end_line) for c in chunks}))
-        if cand.node_id is None:
-            c = chunks[0]
-            text, title, path = c.text, c.title, tuple(c.path)
-        else:
-            tree = idx.tree(cand.doc_id)
-            node = tree.get(cand.node_id)
-            text = tree.slice(start, end)
-            title, path = node.title, node.path
-        # A word piece never spans a line break, so a slice's count is the sum of its lines'.
-        tokens = (count_tokens(text) if cand.node_id is None
-                  else sum(idx.line_tokens(cand.doc_id)[start:end]))
-        trimmed = False
-        if tokens > allowance:
-            text = self._trim(cand, chunks, start, end, allowance)
-            if not text.strip():
-                return None
-            tokens = count_tokens(text)
-            trimmed = True
-        return Section(
-            doc_id=cand.doc_id, node_id=cand.node_id, title=title, path=path,
-            start_line=start + 1, end_line=end, text=text, score=float(cand.score),
-            tokens=tokens, trimmed=trimmed, matched_spans=spans,
-        )
-
-    def _trim(self, cand: _Candidate, chunks: list[Chunk], start: int, end: int,
-              allowance: int) -> str:
-        """Heading plus the lines of the section around its best chunks, within allowance.
-
-        Whole lines (in Markdown, usually whole paragraphs) are kept, never half of one,
-        except when even the best chunk's lines do not fit: then that chunk's text is cut
-        to the allowance. Lines holding the best-scoring chunks come first, in score order,
-        then lines after and before them; the kept lines are shown in document order with
-        ``[…]`` where text was left out.
-        """
-        idx = self.index
-        if cand.node_id is None:
-            return truncate_to_tokens(chunks[0].text, allowance)
-        tree = idx.tree(cand.doc_id)
-        node = tree.get(cand.node_id)
-        heading = tree.slice(node.start, node.body_start)
-        body_lo, body_hi = node.body_start, end
-        room = allowance - count_tokens(heading) - 2 * count_tokens(_ELLIPSIS)
-        if room <= 8 or body_hi <= body_lo:
-            return truncate_to_tokens(heading, allowance)
-        cost = idx.line_tokens(cand.doc_id)
-        ranked = sorted(zip(cand.row_scores, cand.rows, strict=True), key=lambda t: -t[0])
-        keep: set[int] = set()
-        used = 0
-
-        def take(lines: range) -> bool:
-            nonlocal used
-            new = [i for i in lines if body_lo <= i < body_hi and i not in keep]
-            n = sum(cost[i] for i in new)
-            if used + n > room:
-                return False
-            keep.update(new)
-            used += n
-            return True
-
-        first = idx.chunks[ranked[0][1]]
-        if not take(range(first.start_line, first.end_line)):
-            # The best chunk's lines alone are too long: show the chunk itself, cut.
-            lo = max(first.start_char, _line_starts(idx, cand.doc_id)[body_lo])
-            return heading + truncate_to_tokens(idx.text(cand.doc_id)[lo:first.end_char],
-                                                room) + "\n" + _ELLIPSIS
-        for _, row in ranked[1:]:
-            c = idx.chunks[row]
-            if c.doc_id == cand.doc_id and body_lo <= c.start_line < body_hi:
-                take(range(c.start_line, c.end_line))
-            if used >= room:
-                break
-        # Grow around the best chunk: following lines first, then preceding ones.
-        after, before = first.end_line, first.start_line - 1
-        while used < room and (after < body_hi or before >= body_lo):
-            if after < body_hi:
-                after = after + 1 if take(range(after, after + 1)) else body_hi
-            if before >= body_lo:
-                before = before - 1 if take(range(before, before + 1)) else body_lo - 1
-        parts, prev = [heading], body_lo - 1
-        for i in sorted(keep):
-            if i != prev + 1:
-                parts.append(_ELLIPSIS)
-            parts.append(tree.lines[i])
-            prev = i
-        if prev < body_hi - 1:
-            if not parts[-1].endswith("\n"):
-                parts.append("\n")
-            parts.append(_ELLIPSIS)
-        text = "".join(parts)
-        return text if count_tokens(text) <= allowance else truncate_to_tokens(text, allowance)
+        return pack_sections(idx, selected, cfg.budget, cap)
 
 
 # --- helpers ----------------------------------------------------------------------------
-def _ref(cand: _Candidate, start: int) -> str:
-    if cand.node_id is None:
-        return f"{cand.doc_id}#L{start + 1}"
-    return f"{cand.doc_id}#{cand.node_id}"
-
-
-def _drop_contained(chosen: list[tuple[_Candidate, tuple[int, int]]], i: int
-                    ) -> list[tuple[_Candidate, tuple[int, int]]]:
-    """Remove entries other than ``i`` whose range lies inside entry ``i``'s range."""
-    cand, rng = chosen[i]
-    out = []
-    for j, (c, r) in enumerate(chosen):
-        if j != i and c.doc_id == cand.doc_id and rng[0] <= r[0] and r[1] <= rng[1]:
-            for row, score in zip(c.rows, c.row_scores, strict=True):
-                if row not in cand.rows:
-                    cand.rows.append(row)
-                    cand.row_scores.append(score)
-            continue
-        out.append((c, r))
-    return out
-
-
-@dataclass
-class _IndexCaches:
-    """What retrieval derives from one version of an index and reuses across queries."""
-
-    version: int
-    prefixes: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # -> rows
-    labels: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # label -> rows
-    line_starts: dict[str, list[int]] = field(default_factory=dict)  # doc -> char offsets
-
-
-# Keyed weakly by index, so a dropped index takes its caches with it.
-_CACHES: weakref.WeakKeyDictionary[Index, _IndexCaches] = weakref.WeakKeyDictionary()
-
-
-def _caches(index: Index) -> _IndexCaches:
-    """The caches for ``index`` as it is now (fresh ones after any change of contents)."""
-    caches = _CACHES.get(index)
-    if caches is None or caches.version != index.version:
-        caches = _CACHES[index] = _IndexCaches(index.version)
-    return caches
-
-
-def _line_starts(index: Index, doc_id: str) -> list[int]:
-    """Character offset of each line of a stored document, and of its end."""
-    cache = _caches(index).line_starts
-    if doc_id not in cache:
-        lengths = (len(line) for line in index.tree(doc_id).lines)
-        cache[doc_id] = [0, *itertools.accumulate(lengths)]
-    return cache[doc_id]
-
-
 _LABEL_RE = re.compile(
     r"\b(chapter|section|part|item|box|table|figure|fig\.|appendix|annex|note|article|"
     r"schedule|exhibit|capítulo|sección|chapitre|kapitel|abschnitt)\s+"
@@ -557,7 +284,7 @@ def _labels(question: str) -> list[tuple[str, str]]:
 
 def _labelled_rows(index: Index, labels: list[tuple[str, str]]) -> set[int]:
     """Chunk rows whose breadcrumb carries one of ``labels`` (cached per label)."""
-    cache = _caches(index).labels
+    cache = caches(index).labels
     found: set[int] = set()
     for word, num in labels:
         key = (word, num)

@@ -39,6 +39,8 @@ LAYERS = [
     {"stores"},
     {"ingest"},
     {"index"},
+    {"derived", "ranking"},
+    {"packing"},
     {"retrieval"},
     {"synthesis"},
     {"cli", "langchain", "__init__"},

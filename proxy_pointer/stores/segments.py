@@ -391,6 +391,14 @@ class SegmentSet:
         order = np.lexsort((r, -s))[:k]
         return s[order].astype(np.float32), r[order]
 
+    def term_weights(self, tokens: Sequence[str]) -> np.ndarray:
+        """Corpus-wide BM25 IDF of each (already tokenized) term over all segments."""
+        lexes = [s.segment.lexical() for s in self._slots]
+        n_total = sum(x.n_rows for x in lexes)
+        if not tokens or n_total == 0:
+            return np.zeros(len(tokens))
+        return idf(np.sum([x.doc_freqs(tokens) for x in lexes], axis=0), n_total)
+
     def lexical(self, question: str, k: int, rows: np.ndarray | None = None
                 ) -> list[tuple[int, float]]:
         """BM25's best ``k`` live rows for ``question`` with corpus-wide statistics.

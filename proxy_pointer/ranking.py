@@ -1,0 +1,304 @@
+"""Ranking sections as sections: chunk hits grouped by node, scored over the skeleton tree.
+
+A search ranks chunks; :func:`group` merges the chunks that point at one ``(doc_id,
+node_id)`` into a :class:`Candidate`. Then every node of a hit document's tree can compete
+as a unit (RAPTOR's two strategies, on the document's own tree instead of LLM summaries):
+
+* ``"chunks"``: a node ranks by its single best chunk (the reference design).
+* ``"collapsed"``: the nodes that hold hits, and all their ancestors, compete in one
+  ranking. A node's score fuses, by reciprocal rank, the rank of the best chunk in its
+  subtree and the rank of its *proxy*: the cosine between the question and the mean of the
+  subtree's chunk vectors. A question about one detail is closest to a small section's
+  proxy; one about a whole chapter to the chapter's.
+* ``"traverse"``: top-down, per document: the ``beam`` best children of each reached
+  node (by the same fused score) are opened, level by level; the reached nodes with hits
+  of their own are ranked by that score.
+
+Nothing here calls an LLM or embeds anything: proxies are averages of stored vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .index import Index
+    from .tree import Tree
+
+__all__ = ["MODES", "Candidate", "group", "rank_nodes", "select"]
+
+MODES = ("collapsed", "traverse", "chunks")
+_DOCS = 8  # documents whose trees compete in "collapsed" / "traverse" (best hits first)
+
+
+@dataclass
+class Candidate:
+    """The chunks of one node (or one fallback window) that the search hit.
+
+    ``rows``/``row_scores`` are the hit chunks with their fused scores, best first;
+    ``also_in`` lists the refs of identical sections elsewhere (filled when packing).
+    """
+
+    doc_id: str
+    node_id: str | None
+    key: tuple[str, str]
+    score: float
+    rows: list[int] = field(default_factory=list)
+    row_scores: list[float] = field(default_factory=list)
+    also_in: list[str] = field(default_factory=list)
+
+    @property
+    def best(self) -> float:
+        return max(self.row_scores) if self.row_scores else 0.0
+
+
+def group(index: Index, ranked: list[tuple[int, float]]) -> list[Candidate]:
+    """Dedupe by ``(doc_id, node_id)``: best score per node, all its hit chunks kept."""
+    by_key: dict[tuple[str, str], Candidate] = {}
+    order: list[Candidate] = []
+    pointers = index.pointers([r for r, _ in ranked])
+    for (row, score), (doc_id, node_id, start) in zip(ranked, pointers, strict=True):
+        key = (doc_id, node_id if node_id is not None else f"#{start}")
+        cand = by_key.get(key)
+        if cand is None:
+            cand = by_key[key] = Candidate(doc_id, node_id, key, score)
+            order.append(cand)
+        cand.rows.append(row)
+        cand.row_scores.append(score)
+    return order  # ranked is best first, so the first hit carries the best score
+
+
+def rank_nodes(index: Index, candidates: list[Candidate], query: np.ndarray, mode: str,
+               *, beam: int = 3, rrf_k: int = 60) -> list[Candidate]:
+    """``candidates`` re-ranked as sections by ``mode`` (see the module docstring).
+
+    New candidates (ancestors without hits of their own) carry their subtree's hits.
+    """
+    if mode == "chunks" or not candidates:
+        return candidates
+    docs: list[str] = []
+    for c in candidates:
+        if c.node_id is not None and c.doc_id not in docs:
+            docs.append(c.doc_id)
+        if len(docs) >= _DOCS:
+            break
+    scored: list[tuple[float, int, Candidate]] = []
+    for doc_id in docs:
+        scored.extend(_doc_nodes(index, doc_id, candidates, query, mode, beam, rrf_k))
+    by_doc: dict[str, list[Candidate]] = {}
+    for _, _, c in sorted(scored, key=lambda t: (-t[0], t[1])):
+        by_doc.setdefault(c.doc_id, []).append(c)
+    # Within a document nodes are ordered by their fused score; documents (and fallback
+    # windows) keep their places: each slot a document's hit held goes to its next node.
+    queues = {d: iter(v) for d, v in by_doc.items()}
+    out: list[Candidate] = []
+    for c in candidates:
+        q = queues.get(c.doc_id) if c.node_id is not None else None
+        if q is None:
+            if c.node_id is None or c.doc_id not in by_doc:
+                out.append(c)
+            continue
+        nxt = next(q, None)
+        if nxt is not None:
+            out.append(nxt)
+    for q in queues.values():  # nodes a document still has after its hit slots are used
+        out.extend(q)
+    return out
+
+
+def _doc_nodes(index: Index, doc_id: str, candidates: list[Candidate], query: np.ndarray,
+               mode: str, beam: int, rrf_k: int) -> list[tuple[float, int, Candidate]]:
+    """``(fused score, depth tiebreak, candidate)`` for the competing nodes of one doc."""
+    tree = index.tree(doc_id)
+    own = {c.node_id: c for c in candidates if c.doc_id == doc_id and c.node_id is not None}
+    # Subtree hits: every hit chunk counts for its node and all of that node's ancestors.
+    sub: dict[str, list[tuple[int, float]]] = {}
+    for nid, c in own.items():
+        if nid not in tree:
+            continue
+        for anc in _lineage(tree, nid):
+            sub.setdefault(anc, []).extend(zip(c.rows, c.row_scores, strict=True))
+    if not sub:
+        return []
+    proxy = _proxies(index, doc_id, tree, list(sub), query)
+    best = {n: max(s for _, s in hits) for n, hits in sub.items()}
+    fused = _fuse(best, proxy, tree, rrf_k)
+    if mode == "traverse":
+        reached = _traverse(tree, fused, beam)
+        nodes = [n for n in reached if n in own] or reached[-1:]
+    else:
+        nodes = list(sub)
+    out = []
+    for n in nodes:
+        cand = own.get(n)
+        if cand is None:
+            hits = sorted(sub[n], key=lambda t: -t[1])
+            cand = Candidate(doc_id, n, (doc_id, n), hits[0][1],
+                             [r for r, _ in hits], [s for _, s in hits])
+        out.append((fused[n], -tree.get(n).level, cand))
+    return out
+
+
+def _fuse(best: dict[str, float], proxy: dict[str, float], tree: Tree, rrf_k: int
+          ) -> dict[str, float]:
+    """Reciprocal-rank fusion of the best-chunk and the proxy rankings of nodes.
+
+    Equal best-chunk scores (a parent and the child holding its best chunk) are ordered
+    deepest first, so a parent has to win on its proxy.
+    """
+    out = dict.fromkeys(best, 0.0)
+    by_best = sorted(best, key=lambda n: (-best[n], -tree.get(n).level))
+    by_proxy = sorted(proxy, key=lambda n: -proxy[n])
+    for ranking in (by_best, by_proxy):
+        for i, n in enumerate(ranking):
+            out[n] += 1.0 / (rrf_k + i + 1)
+    return out
+
+
+def _proxies(index: Index, doc_id: str, tree: Tree, nodes: list[str], query: np.ndarray
+             ) -> dict[str, float]:
+    """Cosine of ``query`` with the mean chunk vector of each node's subtree."""
+    rows = index.rows_for([doc_id])
+    if len(rows) == 0:
+        return {}
+    owners = [p[1] for p in index.pointers(rows)]
+    vecs = index.vectors_of(rows)
+    sims: dict[str, float] = {}
+    by_node: dict[str, list[int]] = {}
+    for i, nid in enumerate(owners):
+        if nid is not None and nid in tree:
+            by_node.setdefault(nid, []).append(i)
+    for n in nodes:
+        idx = [i for d in _subtree(tree, n) for i in by_node.get(d, ())]
+        if not idx:
+            continue
+        mean = vecs[idx].mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        if norm > 0:
+            sims[n] = float(mean @ query) / norm
+    return sims
+
+
+def _traverse(tree: Tree, fused: dict[str, float], beam: int) -> list[str]:
+    """Nodes reached top-down: from the roots, the ``beam`` best children with hits."""
+    frontier = [n.node_id for n in tree.nodes if n.parent_id is None and n.node_id in fused]
+    reached: list[str] = []
+    while frontier:
+        frontier = sorted(frontier, key=lambda n: -fused[n])[:beam]
+        reached.extend(frontier)
+        frontier = [c for n in frontier for c in tree.get(n).children if c in fused]
+    return reached
+
+
+def select(index: Index, candidates: list[Candidate], *, k: int, expand: str = "section",
+       promote_parent: int = 0, budget: int = 0
+       ) -> list[tuple[Candidate, tuple[int, int]]]:
+    """The best ``k`` nodes with their line ranges; ancestors absorb descendants.
+
+    A section inside a better-ranked one adds its hits there; an ancestor of a
+    better-ranked one hands over only its own text. With ``promote_parent`` >= 2, that
+    many selected siblings are replaced by their parent if it fits ``budget``.
+    """
+    chosen: list[tuple[Candidate, tuple[int, int]]] = []
+
+    def holder(doc_id: str, rng: tuple[int, int]) -> Candidate | None:
+        for other, orng in chosen:
+            if other.doc_id == doc_id and orng[0] <= rng[0] and rng[1] <= orng[1]:
+                return other
+        return None
+
+    for cand in candidates:
+        if len(chosen) >= k:
+            break
+        rng = _range(index, cand, expand)
+        if cand.node_id is not None and any(
+            o.doc_id == cand.doc_id and rng[0] <= r[0] and r[1] <= rng[1] for o, r in chosen
+        ):
+            # An ancestor of a better-ranked section: hand over only its own text, so
+            # nothing is repeated and the better hit keeps its place.
+            rng = _range(index, cand, "own")
+        other = holder(cand.doc_id, rng)
+        if other is not None:
+            # Already inside a better-ranked section: its chunks count there.
+            other.rows.extend(cand.rows)
+            other.row_scores.extend(cand.row_scores)
+        else:
+            chosen.append((cand, rng))
+    if promote_parent >= 2:
+        chosen = _promote(index, chosen, promote_parent, budget)
+    return chosen
+
+def _promote(idx: Index, chosen: list[tuple[Candidate, tuple[int, int]]], promote_parent: int,
+         budget: int) -> list[tuple[Candidate, tuple[int, int]]]:
+    """Replace ``promote_parent`` or more siblings by their parent section if it fits."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, (cand, _) in enumerate(chosen):
+        if cand.node_id is None or cand.node_id not in idx.tree(cand.doc_id):
+            continue
+        node = idx.tree(cand.doc_id).get(cand.node_id)
+        if node.parent_id is not None:
+            groups.setdefault((cand.doc_id, node.parent_id), []).append(i)
+    for (doc_id, parent_id), members in groups.items():
+        if len(members) < promote_parent:
+            continue
+        tree = idx.tree(doc_id)
+        parent = tree.get(parent_id)
+        if sum(idx.line_tokens(doc_id)[parent.start:parent.end]) > budget:
+            continue
+        first = chosen[members[0]][0]
+        promoted = Candidate(doc_id, parent_id, (doc_id, parent_id), first.score)
+        for i in members:
+            promoted.rows.extend(chosen[i][0].rows)
+            promoted.row_scores.extend(chosen[i][0].row_scores)
+        rng = (parent.start, parent.end)
+        keep = [(c, r) for j, (c, r) in enumerate(chosen) if j not in members[1:]]
+        pos = keep.index(chosen[members[0]])
+        keep[pos] = (promoted, rng)
+        chosen = _drop_contained(keep, pos)
+    return chosen
+
+def _range(idx: Index, cand: Candidate, expand: str) -> tuple[int, int]:
+    """0-based half-open line range that the candidate's section covers."""
+    if cand.node_id is None:
+        c = idx.chunks[cand.rows[0]]
+        return c.start_line, c.end_line
+    node = idx.tree(cand.doc_id).get(cand.node_id)
+    return (node.start, node.end) if expand == "section" else (node.start, node.own_end)
+
+
+def _drop_contained(chosen: list[tuple[Candidate, tuple[int, int]]], i: int
+                    ) -> list[tuple[Candidate, tuple[int, int]]]:
+    """Remove entries other than ``i`` whose range lies inside entry ``i``'s range."""
+    cand, rng = chosen[i]
+    out = []
+    for j, (c, r) in enumerate(chosen):
+        if j != i and c.doc_id == cand.doc_id and rng[0] <= r[0] and r[1] <= rng[1]:
+            for row, score in zip(c.rows, c.row_scores, strict=True):
+                if row not in cand.rows:
+                    cand.rows.append(row)
+                    cand.row_scores.append(score)
+            continue
+        out.append((c, r))
+    return out
+
+
+def _lineage(tree: Tree, node_id: str) -> list[str]:
+    """``node_id`` and its ancestors up to the root."""
+    out = []
+    cur: str | None = node_id
+    while cur is not None:
+        out.append(cur)
+        cur = tree.get(cur).parent_id
+    return out
+
+
+def _subtree(tree: Tree, node_id: str) -> list[str]:
+    out, stack = [], [node_id]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(tree.get(n).children)
+    return out
