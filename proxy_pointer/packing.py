@@ -5,12 +5,13 @@ Two packers take the selected sections (in rank order) and return :class:`Sectio
 * :func:`pack_evidence` (the default) spends the budget where the evidence is. Every
   selected section's body is tiled into Markdown blocks (paragraphs, tables, lists; a
   block over half the budget into its lines); a block scores as the best hit chunk that
-  covers it, optionally raised by its own BM25 match with the question
-  (``lexical_weight``, corpus IDF). Blocks are taken best first across all sections, each
-  costing its word pieces plus, for the first block of a section, its heading and, for
-  every new gap, an ``[…]`` marker, so the count is exact. Then what is left of the
-  budget grows the opened sections around their blocks, in rank order, up to whole
-  sections: a small section is handed over whole, a large one as its best blocks.
+  covers it; blocks under the same chunk are ordered by their own BM25 match with the
+  question (corpus IDF), which ``lexical_weight`` > 0 also adds to the score. Blocks are
+  taken best first across all sections, each costing its word pieces plus, for the first
+  block of a section, its heading and, for every new gap, an ``[…]`` marker, so the count
+  is exact. Then what is left of the budget grows the opened sections around their
+  blocks, in rank order, up to whole sections: a small section is handed over whole, a
+  large one as its best blocks.
 * :func:`pack_sections` (the reference design) takes sections whole in rank order; one
   longer than ``cap`` or than what is left is trimmed to its heading and the lines around
   its best chunks.
@@ -174,15 +175,17 @@ def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str
     ell = count_tokens(_ELLIPSIS)
     norm = sum(terms.values()) or 1.0
     plans: list[_Plan] = []
-    units: list[tuple[float, int, int, int]] = []  # (-score, plan, block, cost)
+    # (-score, -lexical, plan, block, cost): within one chunk (equal scores) the block that
+    # matches the question's words best goes first.
+    units: list[tuple[float, float, int, int, int]] = []
     for cand, (start, end) in selected:
         p = _Plan(cand, start, end)
         plans.append(p)
         if cand.node_id is None:
             text = index.chunks[cand.rows[0]].text
             p.window = text
-            lex = _lexical([t for ts in _terms_of(text) for t in ts], terms) / norm if terms else 0
-            units.append((-cand.best * (1 + lexical_weight * lex), len(plans) - 1, -1,
+            lex = _lexical([t for ts in _terms_of(text) for t in ts], terms) / norm
+            units.append((-cand.best * (1 + lexical_weight * lex), -lex, len(plans) - 1, -1,
                           count_tokens(text)))
             continue
         node = index.tree(cand.doc_id).get(cand.node_id)
@@ -195,17 +198,16 @@ def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str
         for chunk, score in zip(index.chunks.at(cand.rows), cand.row_scores, strict=True):
             for i in range(max(chunk.start_line, p.lo), min(chunk.end_line, end)):
                 hit[i - p.lo] = max(hit[i - p.lo], score)
-        line_ts = line_terms(index, cand.doc_id, p.lo, end) if terms else None
+        line_ts = line_terms(index, cand.doc_id, p.lo, end)
         for b, (i, j) in enumerate(p.blocks):
             h = max(hit[i - p.lo:j - p.lo])
             c = sum(cost[i:j])
             if h > 0 and c > 0:
-                lex = 0.0 if line_ts is None else _lexical(
-                    [t for ts in line_ts[i - p.lo:j - p.lo] for t in ts], terms)
-                units.append((-h * (1 + lexical_weight * lex / norm), len(plans) - 1, b, c))
+                lex = _lexical([t for ts in line_ts[i - p.lo:j - p.lo] for t in ts], terms) / norm
+                units.append((-h * (1 + lexical_weight * lex), -lex, len(plans) - 1, b, c))
     units.sort()
     left = budget
-    for _, k, b, c in units:
+    for _, _, k, b, c in units:
         p = plans[k]
         if b < 0:  # a fallback window: all or nothing
             if c <= left:
@@ -218,9 +220,9 @@ def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str
             left -= extra
             p.gaps += p.delta(b)
             p.keep.add(b)
-    if units and not any(p.keep for p in plans) and units[0][2] >= 0:
+    if units and not any(p.keep for p in plans) and units[0][3] >= 0:
         # Not even the best block fits: hand over its start, cut to what is left.
-        _, k, b, _ = units[0]
+        _, _, k, b, _ = units[0]
         p = plans[k]
         room = left - p.head - ell * (p.gaps + p.delta(b))
         if room >= _MIN_WINDOW // 2:

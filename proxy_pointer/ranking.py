@@ -89,7 +89,7 @@ def rank_nodes(index: Index, candidates: list[Candidate], query: np.ndarray, mod
     for doc_id in docs:
         scored.extend(_doc_nodes(index, doc_id, candidates, query, mode, beam, rrf_k))
     by_doc: dict[str, list[Candidate]] = {}
-    for _, _, c in sorted(scored, key=lambda t: (-t[0], t[1])):
+    for _, _, c in sorted(scored, key=lambda t: (-t[0], t[1])):  # ties: the ancestor
         by_doc.setdefault(c.doc_id, []).append(c)
     # Within a document nodes are ordered by their fused score; documents (and fallback
     # windows) keep their places: each slot a document's hit held goes to its next node.
@@ -111,7 +111,7 @@ def rank_nodes(index: Index, candidates: list[Candidate], query: np.ndarray, mod
 
 def _doc_nodes(index: Index, doc_id: str, candidates: list[Candidate], query: np.ndarray,
                mode: str, beam: int, rrf_k: int) -> list[tuple[float, int, Candidate]]:
-    """``(fused score, depth tiebreak, candidate)`` for the competing nodes of one doc."""
+    """``(fused score, depth, candidate)`` for the competing nodes of one document."""
     tree = index.tree(doc_id)
     own = {c.node_id: c for c in candidates if c.doc_id == doc_id and c.node_id is not None}
     # Subtree hits: every hit chunk counts for its node and all of that node's ancestors.
@@ -138,7 +138,7 @@ def _doc_nodes(index: Index, doc_id: str, candidates: list[Candidate], query: np
             hits = sorted(sub[n], key=lambda t: -t[1])
             cand = Candidate(doc_id, n, (doc_id, n), hits[0][1],
                              [r for r, _ in hits], [s for _, s in hits])
-        out.append((fused[n], -tree.get(n).level, cand))
+        out.append((fused[n], tree.get(n).level, cand))
     return out
 
 

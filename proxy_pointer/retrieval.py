@@ -252,8 +252,7 @@ class Retriever:
                           promote_parent=cfg.promote_parent, budget=cfg.budget)
         selected = merge_duplicates(idx, selected)
         if cfg.packing == "evidence":
-            terms = idx.term_weights(question) if cfg.lexical_weight else {}
-            return pack_evidence(idx, selected, cfg.budget, terms,
+            return pack_evidence(idx, selected, cfg.budget, idx.term_weights(question),
                                  lexical_weight=cfg.lexical_weight)
         cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
         return pack_sections(idx, selected, cfg.budget, cap)

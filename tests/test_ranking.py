@@ -1,0 +1,124 @@
+"""Sections ranked as sections (chunks / collapsed / traverse) and packed by evidence.
+
+The fixture is a hand-made handbook whose answers are known: each subsection holds one
+topic, Chapter 1's own text names all of its subsections, Chapter 2 has no text of its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from proxy_pointer import Index
+from proxy_pointer.embeddings import HashEmbedder
+from proxy_pointer.ranking import group, rank_nodes
+from proxy_pointer.tokens import count_tokens
+
+FIXTURES = Path(__file__).parent / "fixtures" / "ranking"
+DOC = "handbook.md"
+MODES = ("chunks", "collapsed", "traverse")
+CHILD_Q = "Why do bronze impellers erode after storms and when are they replaced?"
+CHAPTER_Q = "Which parts does pump maintenance cover, each on its own schedule?"
+PIPES_Q = "What slows corrosion of cast iron mains?"
+
+
+@pytest.fixture(scope="module")
+def index() -> Index:
+    return Index.build([FIXTURES], embedder=HashEmbedder(256))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_question_about_a_child_gets_the_child_not_the_parent(index: Index, mode: str) -> None:
+    res = index.retrieve(CHILD_Q, mode=mode, budget=2000)
+    top = res.sections[0]
+    assert top.title == "1.1 Impellers" and not top.trimmed
+    assert "### 1.2" not in top.text
+    # The chapter may follow, but only with its own text: nothing is handed over twice.
+    for s in res.sections[1:]:
+        if s.title == "Chapter 1: Pumps":
+            assert "### 1.1" not in s.text and "Bronze impellers" not in s.text
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_question_about_a_whole_chapter_gets_the_chapter(index: Index, mode: str) -> None:
+    res = index.retrieve(CHAPTER_Q, mode=mode, budget=2000)
+    top = res.sections[0]
+    assert top.title == "Chapter 1: Pumps" and not top.trimmed
+    for heading in ("### 1.1 Impellers", "### 1.2 Seals", "### 1.3 Bearings"):
+        assert heading in top.text
+    assert "## Chapter 2" not in top.text
+
+
+def test_traverse_with_a_beam_of_one_follows_one_branch(index: Index) -> None:
+    res = index.retrieve(PIPES_Q, mode="traverse", beam=1, budget=2000)
+    assert res.sections[0].title == "2.1 Corrosion"
+    assert all(s.path[1] == "Chapter 2: Pipes" for s in res.sections)
+    # Collapsed search ranks the same answer first but still lets the other chapter compete.
+    wide = index.retrieve(PIPES_Q, mode="collapsed", budget=2000)
+    assert wide.sections[0].title == "2.1 Corrosion"
+    assert any(s.path[1] == "Chapter 1: Pumps" for s in wide.sections)
+
+
+def test_collapsed_tree_adds_ancestors_that_carry_their_subtree_hits(index: Index) -> None:
+    q = np.asarray(index.embedder.embed_query(PIPES_Q), np.float32)
+    rows = index.rows_for([DOC])
+    scores, found = index.dense_search(q, len(rows), rows=rows)
+    ranked = list(zip(found.tolist(), scores.tolist(), strict=True))
+    flat = group(index, ranked)
+    tree = index.tree(DOC)
+    pipes = next(n.node_id for n in tree.nodes if n.title == "Chapter 2: Pipes")
+    assert pipes not in {c.node_id for c in flat}  # no chunk of its own
+    collapsed = {c.node_id: c for c in rank_nodes(index, flat, q, "collapsed")}
+    child_rows = {r for c in flat if c.node_id in tree.get(pipes).children for r in c.rows}
+    assert set(collapsed[pipes].rows) == child_rows
+    assert rank_nodes(index, flat, q, "chunks") == flat
+
+
+@pytest.mark.parametrize("packing", ["evidence", "sections"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("budget", [20, 45, 80, 150, 400])
+def test_budget_is_never_exceeded(index: Index, packing: str, mode: str, budget: int) -> None:
+    for q in (CHILD_Q, CHAPTER_Q, PIPES_Q, "pump " * 500):
+        res = index.retrieve(q, mode=mode, packing=packing, budget=budget)
+        assert res.tokens_used <= budget
+        assert res.tokens_used == sum(count_tokens(s.text) for s in res.sections)
+        assert all(s.tokens == count_tokens(s.text) for s in res.sections)
+
+
+def test_evidence_packing_hands_over_the_matching_block_with_its_heading(index: Index) -> None:
+    q = "Torque every flange bolt in a star pattern"
+    res = index.retrieve(q, budget=60, k=1, mode="chunks")
+    (sec,) = res.sections
+    assert sec.title == "2.2 Joints"
+    assert sec.text.startswith("### 2.2 Joints")
+    assert "star pattern" in sec.text
+    # With room to spare the same section comes whole, and other sections fill the rest.
+    full = index.retrieve(q, budget=400)
+    assert full.sections[0].title == "2.2 Joints" and not full.sections[0].trimmed
+    assert full.tokens_used > 200
+
+
+def test_evidence_packing_prefers_the_best_blocks_of_a_long_section(tmp_path: Path) -> None:
+    paras = [f"Paragraph {i} talks about topic{i} and nothing else at length here." for i in
+             range(30)]
+    paras[17] = "The turbine gearbox failed because the lubricant pump clogged with sludge."
+    (tmp_path / "long.md").write_text("# Report\n\n## Findings\n\n" + "\n\n".join(paras) + "\n")
+    idx = Index.build([tmp_path], embedder=HashEmbedder(256))
+    res = idx.retrieve("why did the turbine gearbox fail lubricant pump sludge", budget=80)
+    (sec,) = res.sections
+    assert sec.trimmed and sec.text.startswith("## Findings")
+    assert paras[17] in sec.text and "[…]" in sec.text
+    assert res.tokens_used <= 80
+
+
+def test_invalid_modes_and_packings_are_refused(index: Index) -> None:
+    from proxy_pointer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="mode"):
+        index.retrieve(CHILD_Q, mode="raptor")
+    with pytest.raises(ConfigError, match="packing"):
+        index.retrieve(CHILD_Q, packing="greedy")
+    with pytest.raises(ConfigError, match="beam"):
+        index.retrieve(CHILD_Q, beam=0)
