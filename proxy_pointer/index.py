@@ -66,6 +66,10 @@ def _library_version() -> str:
 class UpdateReport:
     """What one build or update did. ``embedded`` counts texts sent to the embedder.
 
+    ``duplicates`` pairs each added or changed document whose text is byte-identical to
+    another indexed one with that document (retrieval hands identical sections over once,
+    naming the copies in ``Section.also_in``).
+
     ``timings``: seconds spent on ``tree`` (and line token counts) and ``chunking`` (summed
     over worker processes when parsing ran in a pool, so they can exceed the wall time),
     ``embedding``, ``waiting`` (the embedder idle, waiting for parsed batches), ``index``
@@ -77,6 +81,7 @@ class UpdateReport:
     unchanged: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()  # "path: problem" for files that could not be read
+    duplicates: tuple[tuple[str, str], ...] = ()  # (doc_id, identical earlier doc_id)
     chunks: int = 0
     embedded: int = 0
     seconds: float = 0.0
@@ -89,6 +94,7 @@ class UpdateReport:
             f"{len(self.unchanged)} unchanged, {len(self.removed)} removed, "
             f"{len(self.skipped)} skipped; {self.chunks} chunks "
             f"({self.embedded} embedded) in {self.seconds:.1f}s"
+            + (f"; {len(self.duplicates)} duplicate documents" if self.duplicates else "")
         )
 
 
@@ -508,6 +514,7 @@ class Index:
         self._chunker_version = CHUNKER_VERSION
         timings["index"] += time.perf_counter() - t
         return UpdateReport(
+            duplicates=_duplicates(self._segments.sha256s(), [*added, *updated]),
             added=tuple(sorted(added)), updated=tuple(sorted(updated)),
             unchanged=tuple(sorted(run.unchanged)), removed=tuple(sorted(remove)),
             skipped=tuple(run.skipped), chunks=self._segments.n_rows, embedded=run.embedded,
@@ -552,6 +559,17 @@ class Index:
     def __repr__(self) -> str:
         return (f"Index({len(self)} documents, {self._segments.n_rows} chunks, "
                 f"embedder={self.embedder.model_id!r})")
+
+
+def _duplicates(shas: Mapping[str, str], changed: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``(doc_id, first doc_id with the same text)`` in each group of identical documents
+    that holds a changed one."""
+    groups: dict[str, list[str]] = {}
+    for doc_id in sorted(shas):
+        groups.setdefault(shas[doc_id], []).append(doc_id)
+    touched = set(changed)
+    return tuple((d, g[0]) for g in groups.values()
+                 if len(g) > 1 and touched.intersection(g) for d in g[1:])
 
 
 def update_directory(location: str | os.PathLike[str] | Store,

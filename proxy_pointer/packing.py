@@ -38,8 +38,8 @@ __all__ = ["Section", "merge_duplicates", "pack_evidence", "pack_sections"]
 
 _ELLIPSIS = "[…]\n"
 _MIN_WINDOW = 48  # tokens: below this a trimmed section is only its heading
-_SHINGLE = 5  # words per shingle when comparing sections for near-duplicates
-_NEAR_DUPLICATE = 0.9  # Jaccard similarity of shingles above which two sections are one
+_SHINGLE = 3  # words per shingle when comparing sections for near-duplicates
+_NEAR_DUPLICATE = 0.8  # Jaccard similarity of shingles from which two sections are one
 
 Selected = list[tuple[Candidate, tuple[int, int]]]
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .index import Index
     from .tree import Tree
 
-__all__ = ["MODES", "Candidate", "group", "rank_nodes", "select"]
+__all__ = ["MODES", "Candidate", "group", "promote", "rank_nodes", "select"]
 
 MODES = ("collapsed", "traverse", "chunks")
 _DOCS = 8  # documents whose trees compete in "collapsed" / "traverse" (best hits first)
@@ -193,14 +193,12 @@ def _traverse(tree: Tree, fused: dict[str, float], beam: int) -> list[str]:
     return reached
 
 
-def select(index: Index, candidates: list[Candidate], *, k: int, expand: str = "section",
-       promote_parent: int = 0, budget: int = 0
-       ) -> list[tuple[Candidate, tuple[int, int]]]:
+def select(index: Index, candidates: list[Candidate], *, k: int, expand: str = "section"
+           ) -> list[tuple[Candidate, tuple[int, int]]]:
     """The best ``k`` nodes with their line ranges; ancestors absorb descendants.
 
     A section inside a better-ranked one adds its hits there; an ancestor of a
-    better-ranked one hands over only its own text. With ``promote_parent`` >= 2, that
-    many selected siblings are replaced by their parent if it fits ``budget``.
+    better-ranked one hands over only its own text.
     """
     chosen: list[tuple[Candidate, tuple[int, int]]] = []
 
@@ -227,25 +225,33 @@ def select(index: Index, candidates: list[Candidate], *, k: int, expand: str = "
             other.row_scores.extend(cand.row_scores)
         else:
             chosen.append((cand, rng))
-    if promote_parent >= 2:
-        chosen = _promote(index, chosen, promote_parent, budget)
     return chosen
 
-def _promote(idx: Index, chosen: list[tuple[Candidate, tuple[int, int]]], promote_parent: int,
-         budget: int) -> list[tuple[Candidate, tuple[int, int]]]:
-    """Replace ``promote_parent`` or more siblings by their parent section if it fits."""
-    groups: dict[tuple[str, str], list[int]] = {}
-    for i, (cand, _) in enumerate(chosen):
-        if cand.node_id is None or cand.node_id not in idx.tree(cand.doc_id):
-            continue
-        node = idx.tree(cand.doc_id).get(cand.node_id)
-        if node.parent_id is not None:
-            groups.setdefault((cand.doc_id, node.parent_id), []).append(i)
-    for (doc_id, parent_id), members in groups.items():
-        if len(members) < promote_parent:
-            continue
-        tree = idx.tree(doc_id)
-        parent = tree.get(parent_id)
+def promote(idx: Index, chosen: list[tuple[Candidate, tuple[int, int]]], promote_parent: int,
+            budget: int) -> list[tuple[Candidate, tuple[int, int]]]:
+    """Replace ``promote_parent`` or more selected siblings by their parent section if it
+    fits ``budget``.
+
+    One promotion at a time (it changes the list, so sibling groups are found again); a
+    promoted parent is not promoted further.
+    """
+    tried: set[tuple[str, str]] = set()
+    while True:
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, (cand, _) in enumerate(chosen):
+            if (cand.node_id is None or cand.node_id not in idx.tree(cand.doc_id)
+                    or cand.key in tried):
+                continue
+            node = idx.tree(cand.doc_id).get(cand.node_id)
+            if node.parent_id is not None:
+                groups.setdefault((cand.doc_id, node.parent_id), []).append(i)
+        todo = [(key, m) for key, m in groups.items()
+                if len(m) >= promote_parent and key not in tried]
+        if not todo:
+            return chosen
+        (doc_id, parent_id), members = todo[0]
+        tried.add((doc_id, parent_id))
+        parent = idx.tree(doc_id).get(parent_id)
         if sum(idx.line_tokens(doc_id)[parent.start:parent.end]) > budget:
             continue
         first = chosen[members[0]][0]
@@ -253,12 +259,11 @@ def _promote(idx: Index, chosen: list[tuple[Candidate, tuple[int, int]]], promot
         for i in members:
             promoted.rows.extend(chosen[i][0].rows)
             promoted.row_scores.extend(chosen[i][0].row_scores)
-        rng = (parent.start, parent.end)
         keep = [(c, r) for j, (c, r) in enumerate(chosen) if j not in members[1:]]
         pos = keep.index(chosen[members[0]])
-        keep[pos] = (promoted, rng)
+        keep[pos] = (promoted, (parent.start, parent.end))
         chosen = _drop_contained(keep, pos)
-    return chosen
+
 
 def _range(idx: Index, cand: Candidate, expand: str) -> tuple[int, int]:
     """0-based half-open line range that the candidate's section covers."""

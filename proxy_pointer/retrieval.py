@@ -25,7 +25,7 @@ from . import defaults
 from .derived import caches
 from .errors import ConfigError
 from .packing import Section, merge_duplicates, pack_evidence, pack_sections
-from .ranking import MODES, group, rank_nodes, select
+from .ranking import MODES, group, promote, rank_nodes, select
 from .tree import normalize_title
 
 if TYPE_CHECKING:
@@ -248,9 +248,11 @@ class Retriever:
         """Sections within the budget, and the refs of selected ones left out for lack
         of it."""
         idx = self.index
-        selected = select(idx, candidates, k=cfg.k, expand=cfg.expand,
-                          promote_parent=cfg.promote_parent, budget=cfg.budget)
-        selected = merge_duplicates(idx, selected)
+        # Twice k are selected so that copies merged away leave room for other sections.
+        selected = select(idx, candidates, k=2 * cfg.k, expand=cfg.expand)
+        selected = merge_duplicates(idx, selected)[:cfg.k]
+        if cfg.promote_parent >= 2:
+            selected = promote(idx, selected, cfg.promote_parent, cfg.budget)
         if cfg.packing == "evidence":
             return pack_evidence(idx, selected, cfg.budget, idx.term_weights(question),
                                  lexical_weight=cfg.lexical_weight)

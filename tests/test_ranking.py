@@ -122,3 +122,43 @@ def test_invalid_modes_and_packings_are_refused(index: Index) -> None:
         index.retrieve(CHILD_Q, packing="greedy")
     with pytest.raises(ConfigError, match="beam"):
         index.retrieve(CHILD_Q, beam=0)
+
+
+def _twice(tmp_path: Path, *, edit: bool = False) -> Path:
+    """A corpus that holds the handbook twice: an identical copy, or one with a word changed."""
+    root = tmp_path / "corpus"
+    (root / "republished").mkdir(parents=True)
+    text = (FIXTURES / DOC).read_text()
+    (root / DOC).write_text(text)
+    copy = text.replace("every quarter", "each quarter") if edit else text
+    (root / "republished" / DOC).write_text(copy)
+    return root
+
+
+@pytest.mark.parametrize("edit", [False, True], ids=["identical", "one-word-changed"])
+def test_copies_are_handed_over_once_with_every_location(tmp_path: Path, edit: bool) -> None:
+    idx = Index.build([_twice(tmp_path, edit=edit)], embedder=HashEmbedder(256))
+    single = Index.build([FIXTURES], embedder=HashEmbedder(256))
+    for q in (CHILD_Q, CHAPTER_Q, PIPES_Q):
+        res = idx.retrieve(q, budget=2000)
+        texts = [s.text for s in res.sections]
+        assert len(texts) == len(set(texts)), "a copy ate the budget"
+        top = res.sections[0]
+        assert top.title == single.retrieve(q, budget=2000).sections[0].title
+        other = "republished/handbook.md" if top.doc_id == DOC else DOC
+        assert top.also_in == (f"{other}#{top.node_id}",)
+        assert top.to_dict()["also_in"] == [f"{other}#{top.node_id}"]
+
+
+def test_duplicate_documents_are_reported_at_indexing(tmp_path: Path) -> None:
+    root = _twice(tmp_path)
+    (root / "other.md").write_text("# Other\n\nSomething else entirely, long enough to chunk.\n")
+    idx = Index.build([root], embedder=HashEmbedder(256))
+    report = idx.update([root])
+    assert report.duplicates == ()  # nothing changed, nothing to report
+    (root / "third.md").write_text((FIXTURES / DOC).read_text())
+    report = idx.update([root])
+    assert report.duplicates == (("republished/handbook.md", DOC), ("third.md", DOC))
+    assert "2 duplicate documents" in report.summary()
+    edited = Index.build([_twice(tmp_path / "e", edit=True)], embedder=HashEmbedder(256))
+    assert edited.update([tmp_path / "e" / "corpus"]).duplicates == ()
