@@ -137,6 +137,7 @@ class _Plan:
     gaps: int = 0
     window: str | None = None  # a fallback window's text (no node)
     cut: int | None = None  # tokens of the one kept block when it had to be cut to fit
+    used: int = 0  # tokens taken so far
 
     def delta(self, b: int) -> int:
         """Change in the number of gaps if block ``b`` joins ``keep``."""
@@ -166,7 +167,8 @@ def _blocks(cost: tuple[int, ...], lo: int, hi: int, most: int) -> list[tuple[in
 
 
 def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str, float],
-                  *, lexical_weight: float = 0.25) -> tuple[list[Section], list[str]]:
+                  *, lexical_weight: float = 0.0, cap: int | None = None
+                  ) -> tuple[list[Section], list[str]]:
     """The best blocks of the selected sections within ``budget`` (module docstring).
 
     ``terms`` are the question's BM25 terms with their IDF (:meth:`Index.term_weights`).
@@ -207,6 +209,7 @@ def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str
                 units.append((-h * (1 + lexical_weight * lex), -lex, len(plans) - 1, b, c))
     units.sort()
     left = budget
+    most = budget if cap is None else cap
     for _, _, k, b, c in units:
         p = plans[k]
         if b < 0:  # a fallback window: all or nothing
@@ -216,8 +219,9 @@ def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str
             continue
         # Opening a section costs its heading and the one marker of its untouched body.
         extra = c + ell * p.delta(b) + (0 if p.keep else p.head + ell * p.gaps)
-        if extra <= left:
+        if extra <= left and p.used + extra <= most:
             left -= extra
+            p.used += extra
             p.gaps += p.delta(b)
             p.keep.add(b)
     if units and not any(p.keep for p in plans) and units[0][3] >= 0:
@@ -230,17 +234,19 @@ def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str
             p.keep.add(b)
             p.cut = room
             left = 0
-    for p in plans:  # the rest of the budget grows opened sections, best first
-        if p.keep and p.window is None:
-            left = _grow(index, p, left, ell)
+    # The rest of the budget grows opened sections, best first: up to the cap, then beyond.
+    for limit in (most, budget):
+        for p in plans:
+            if p.keep and p.window is None:
+                left = _grow(index, p, left, ell, limit)
     sections = [sec for p in plans if (sec := _emit(index, p)) is not None]
     omitted = [ref(p.cand, p.start) for p in plans if not p.keep]
     return sections, omitted
 
 
-def _grow(index: Index, p: _Plan, left: int, ell: int) -> int:
-    """Add the blocks next to kept ones (after, then before) while they fit; returns
-    what is left of the budget."""
+def _grow(index: Index, p: _Plan, left: int, ell: int, limit: int) -> int:
+    """Add the blocks next to kept ones (after, then before) while they fit ``left`` and
+    the section stays within ``limit``; returns what is left of the budget."""
     cost = index.line_tokens(p.cand.doc_id)
     grown = True
     while grown:
@@ -250,8 +256,9 @@ def _grow(index: Index, p: _Plan, left: int, ell: int) -> int:
                 if 0 <= n < len(p.blocks) and n not in p.keep:
                     i, j = p.blocks[n]
                     extra = sum(cost[i:j]) + ell * p.delta(n)
-                    if extra <= left:
+                    if extra <= left and p.used + extra <= limit:
                         left -= extra
+                        p.used += extra
                         p.gaps += p.delta(n)
                         p.keep.add(n)
                         grown = True

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .index import Index
     from .tree import Tree
 
-__all__ = ["MODES", "Candidate", "group", "promote", "rank_nodes", "select"]
+__all__ = ["MODES", "Candidate", "group", "keep_documents", "promote", "rank_nodes", "select"]
 
 MODES = ("collapsed", "traverse", "chunks")
 _DOCS = 8  # documents whose trees compete in "collapsed" / "traverse" (best hits first)
@@ -107,6 +107,32 @@ def rank_nodes(index: Index, candidates: list[Candidate], query: np.ndarray, mod
     for q in queues.values():  # nodes a document still has after its hit slots are used
         out.extend(q)
     return out
+
+
+def keep_documents(index: Index, candidates: list[Candidate], query: np.ndarray, n: int,
+                   *, lead: int = 4, rrf_k: int = 60) -> list[Candidate]:
+    """Two-stage search: only the candidates of the ``n`` best documents, in their order.
+
+    A document ranks by reciprocal-rank fusion of its best chunk's rank and its *proxy*:
+    the cosine between the question and the mean vector of its first ``lead`` chunks (its
+    title, abstract or opening section, with their breadcrumbs).
+    """
+    docs = list(dict.fromkeys(c.doc_id for c in candidates))
+    if len(docs) <= n:
+        return candidates
+    proxy: dict[str, float] = {}
+    for d in docs:
+        rows = index.rows_for([d])[:lead]
+        if len(rows):
+            mean = index.vectors_of(rows).mean(axis=0)
+            norm = float(np.linalg.norm(mean))
+            proxy[d] = float(mean @ query) / norm if norm > 0 else 0.0
+    fused = dict.fromkeys(docs, 0.0)
+    for ranking in (docs, sorted(proxy, key=lambda d: -proxy[d])):
+        for i, d in enumerate(ranking):
+            fused[d] += 1.0 / (rrf_k + i + 1)
+    best = set(sorted(docs, key=lambda d: -fused[d])[:n])
+    return [c for c in candidates if c.doc_id in best]
 
 
 def _doc_nodes(index: Index, doc_id: str, candidates: list[Candidate], query: np.ndarray,

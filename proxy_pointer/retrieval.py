@@ -25,7 +25,7 @@ from . import defaults
 from .derived import caches
 from .errors import ConfigError
 from .packing import Section, merge_duplicates, pack_evidence, pack_sections
-from .ranking import MODES, group, promote, rank_nodes, select
+from .ranking import MODES, group, keep_documents, promote, rank_nodes, select
 from .tree import normalize_title
 
 if TYPE_CHECKING:
@@ -75,9 +75,13 @@ class RetrievalConfig:
       qasper-dev 0.1 and 0.25 lost up to 4 points at 500 tokens) is how much a block's own
       BM25 match with the question raises its chunk's score. ``packing="sections"`` hands
       over whole sections in rank order, trimming one that does not fit to its heading and
-      the lines around its matched chunks; there a section may take at most
-      ``max(section_floor, max_section_share * budget)`` tokens, so one long chapter
-      cannot crowd out every other hit.
+      the lines around its matched chunks. Either way a section may take at most
+      ``max(section_floor, max_section_share * budget)`` tokens (the evidence packer
+      lifts this cap only to fill what the other sections left; ``evidence_cap=False``
+      drops it), so one long chapter cannot crowd out every other hit.
+    * ``documents`` > 0 keeps only the sections of that many best documents (two-stage
+      search: a document ranks by its best chunk and by the mean vector of its opening
+      chunks). Off by default: on qasper-dev's corpus search it lost 3-5 points.
     * ``promote_parent``: when this many (>= 2) selected nodes share a parent, the parent's
       section replaces them if it fits; 0 (default) turns it off.
     * ``hybrid`` (default on) fuses BM25 (bm25s, over the same chunks and breadcrumbs) with
@@ -97,6 +101,8 @@ class RetrievalConfig:
     beam: int = 3
     packing: str = "evidence"
     lexical_weight: float = 0.0
+    evidence_cap: bool = True
+    documents: int = 0
     max_section_share: float = 0.3
     section_floor: int = 400
     promote_parent: int = 0
@@ -128,6 +134,9 @@ class RetrievalConfig:
             raise ConfigError(f"packing must be 'evidence' or 'sections', got {self.packing!r}")
         if not isinstance(self.beam, int) or self.beam < 1:
             raise ConfigError(f"beam must be a positive integer, got {self.beam!r}")
+        if not isinstance(self.documents, int) or self.documents < 0:
+            raise ConfigError(
+                f"documents must be 0 (off) or a positive integer, got {self.documents!r}")
         if self.lexical_weight < 0:
             raise ConfigError("lexical_weight must be >= 0")
         if not 0 < self.max_section_share <= 1:
@@ -164,8 +173,12 @@ class Retriever:
         timings: dict[str, float] = {}
         ranked, q = self._search(question[:_MAX_QUESTION_CHARS], cfg, rows, timings)
         t = time.perf_counter()
-        candidates = rank_nodes(self.index, group(self.index, ranked), q, cfg.mode,
-                                beam=cfg.beam, rrf_k=cfg.rrf_k)
+        candidates = group(self.index, ranked)
+        if cfg.documents:
+            candidates = keep_documents(self.index, candidates, q, cfg.documents,
+                                        rrf_k=cfg.rrf_k)
+        candidates = rank_nodes(self.index, candidates, q, cfg.mode, beam=cfg.beam,
+                                rrf_k=cfg.rrf_k)
         timings["dedupe"] = time.perf_counter() - t
         t = time.perf_counter()
         sections, omitted = self._assemble(question, candidates, cfg)
@@ -253,10 +266,11 @@ class Retriever:
         selected = merge_duplicates(idx, selected)[:cfg.k]
         if cfg.promote_parent >= 2:
             selected = promote(idx, selected, cfg.promote_parent, cfg.budget)
+        cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
         if cfg.packing == "evidence":
             return pack_evidence(idx, selected, cfg.budget, idx.term_weights(question),
-                                 lexical_weight=cfg.lexical_weight)
-        cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
+                                 lexical_weight=cfg.lexical_weight,
+                                 cap=cap if cfg.evidence_cap else None)
         return pack_sections(idx, selected, cfg.budget, cap)
 
 

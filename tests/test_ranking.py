@@ -162,3 +162,19 @@ def test_duplicate_documents_are_reported_at_indexing(tmp_path: Path) -> None:
     assert "2 duplicate documents" in report.summary()
     edited = Index.build([_twice(tmp_path / "e", edit=True)], embedder=HashEmbedder(256))
     assert edited.update([tmp_path / "e" / "corpus"]).duplicates == ()
+
+
+def test_two_stage_search_keeps_the_best_documents(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / DOC).write_text((FIXTURES / DOC).read_text())
+    (root / "garden.md").write_text(
+        "# Garden Pump Notes\n\nA small garden pump lifts rain water from the butt to the beds."
+        " Its impeller clogs with leaves in autumn, so rinse it weekly.\n\n## Hoses\n\n"
+        "Hoses crack in frost; drain them before winter and store them coiled indoors.\n")
+    idx = Index.build([root], embedder=HashEmbedder(256))
+    both = idx.retrieve(CHILD_Q, budget=2000)
+    assert {s.doc_id for s in both.sections} == {DOC, "garden.md"}
+    one = idx.retrieve(CHILD_Q, budget=2000, documents=1)
+    assert {s.doc_id for s in one.sections} == {DOC}
+    assert one.sections[0].title == "1.1 Impellers"
