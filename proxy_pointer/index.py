@@ -19,7 +19,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,14 @@ from .chunking import CHUNKER_VERSION, Chunk, ChunkConfig
 from .documents import DEFAULT_INCLUDE, discover
 from .embeddings import Embedder, make_embedder
 from .errors import ConfigError
-from .ingest import DEFAULT_BATCH_BYTES, IngestProgress, Source, ingest
+from .ingest import (
+    DEFAULT_BATCH_BYTES,
+    IngestProgress,
+    Source,
+    UpdateReport,
+    duplicate_pairs,
+    ingest,
+)
 from .lexical import tokenize
 from .stores import (
     DocumentParts,
@@ -60,42 +66,6 @@ def _library_version() -> str:
         return version("proxy-pointer")
     except PackageNotFoundError:
         return "0+unknown"
-
-
-@dataclass(frozen=True)
-class UpdateReport:
-    """What one build or update did. ``embedded`` counts texts sent to the embedder.
-
-    ``duplicates`` pairs each added or changed document whose text is byte-identical to
-    another indexed one with that document (retrieval hands identical sections over once,
-    naming the copies in ``Section.also_in``).
-
-    ``timings``: seconds spent on ``tree`` (and line token counts) and ``chunking`` (summed
-    over worker processes when parsing ran in a pool, so they can exceed the wall time),
-    ``embedding``, ``waiting`` (the embedder idle, waiting for parsed batches), ``index``
-    (assembling the new contents) and, for :func:`update_directory`, ``write``.
-    """
-
-    added: tuple[str, ...] = ()
-    updated: tuple[str, ...] = ()
-    unchanged: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    skipped: tuple[str, ...] = ()  # "path: problem" for files that could not be read
-    duplicates: tuple[tuple[str, str], ...] = ()  # (doc_id, identical earlier doc_id)
-    chunks: int = 0
-    embedded: int = 0
-    seconds: float = 0.0
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        """One line for people: counts and seconds."""
-        return (
-            f"{len(self.added)} added, {len(self.updated)} updated, "
-            f"{len(self.unchanged)} unchanged, {len(self.removed)} removed, "
-            f"{len(self.skipped)} skipped; {self.chunks} chunks "
-            f"({self.embedded} embedded) in {self.seconds:.1f}s"
-            + (f"; {len(self.duplicates)} duplicate documents" if self.duplicates else "")
-        )
 
 
 class DocumentTable(Mapping[str, DocumentRecord]):
@@ -514,7 +484,7 @@ class Index:
         self._chunker_version = CHUNKER_VERSION
         timings["index"] += time.perf_counter() - t
         return UpdateReport(
-            duplicates=_duplicates(self._segments.sha256s(), [*added, *updated]),
+            duplicates=duplicate_pairs(self._segments.sha256s(), [*added, *updated]),
             added=tuple(sorted(added)), updated=tuple(sorted(updated)),
             unchanged=tuple(sorted(run.unchanged)), removed=tuple(sorted(remove)),
             skipped=tuple(run.skipped), chunks=self._segments.n_rows, embedded=run.embedded,
@@ -559,17 +529,6 @@ class Index:
     def __repr__(self) -> str:
         return (f"Index({len(self)} documents, {self._segments.n_rows} chunks, "
                 f"embedder={self.embedder.model_id!r})")
-
-
-def _duplicates(shas: Mapping[str, str], changed: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    """``(doc_id, first doc_id with the same text)`` in each group of identical documents
-    that holds a changed one."""
-    groups: dict[str, list[str]] = {}
-    for doc_id in sorted(shas):
-        groups.setdefault(shas[doc_id], []).append(doc_id)
-    touched = set(changed)
-    return tuple((d, g[0]) for g in groups.values()
-                 if len(g) > 1 and touched.intersection(g) for d in g[1:])
 
 
 def update_directory(location: str | os.PathLike[str] | Store,

@@ -50,7 +50,9 @@ __all__ = [
     "IngestResult",
     "ParsedDocument",
     "Source",
+    "UpdateReport",
     "default_workers",
+    "duplicate_pairs",
     "ingest",
     "parse_document",
 ]
@@ -154,6 +156,53 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
     tree_json = tree.to_json(include_text=False) if tree is not None else ""
     return ParsedDocument(record, tuple(chunks), (tt - t) + (time.perf_counter() - tc),
                           tc - tt, tree_json)
+
+
+@dataclass(frozen=True)
+class UpdateReport:
+    """What one build or update did. ``embedded`` counts texts sent to the embedder.
+
+    ``duplicates`` pairs each added or changed document whose text is byte-identical to
+    another indexed one with that document (retrieval hands identical sections over once,
+    naming the copies in ``Section.also_in``).
+
+    ``timings``: seconds spent on ``tree`` (and line token counts) and ``chunking`` (summed
+    over worker processes when parsing ran in a pool, so they can exceed the wall time),
+    ``embedding``, ``waiting`` (the embedder idle, waiting for parsed batches), ``index``
+    (assembling the new contents) and, for :func:`update_directory`, ``write``.
+    """
+
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()  # "path: problem" for files that could not be read
+    duplicates: tuple[tuple[str, str], ...] = ()  # (doc_id, identical earlier doc_id)
+    chunks: int = 0
+    embedded: int = 0
+    seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line for people: counts and seconds."""
+        return (
+            f"{len(self.added)} added, {len(self.updated)} updated, "
+            f"{len(self.unchanged)} unchanged, {len(self.removed)} removed, "
+            f"{len(self.skipped)} skipped; {self.chunks} chunks "
+            f"({self.embedded} embedded) in {self.seconds:.1f}s"
+            + (f"; {len(self.duplicates)} duplicate documents" if self.duplicates else "")
+        )
+
+
+def duplicate_pairs(shas: Mapping[str, str], changed: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``(doc_id, first doc_id with the same text)`` in each group of identical documents
+    that holds a changed one."""
+    groups: dict[str, list[str]] = {}
+    for doc_id in sorted(shas):
+        groups.setdefault(shas[doc_id], []).append(doc_id)
+    touched = set(changed)
+    return tuple((d, g[0]) for g in groups.values()
+                 if len(g) > 1 and touched.intersection(g) for d in g[1:])
 
 
 def default_workers() -> int:
