@@ -44,8 +44,10 @@ Rules
   table and the table) are joined.
 * **Preamble.** Text before the first heading is chunked like a section; its breadcrumb is
   the document title.
-* **Fallback.** A document without headings, plain text (:func:`chunk_text`) and any
-  document in ``mode="window"`` are split by a sliding window with the same splitter and
+* **Fallback.** A document without headings is first split into topical segments by
+  :mod:`proxy_pointer.segmentation` (``ChunkConfig.headerless``), which then chunk like
+  sections. Otherwise it, plain text (:func:`chunk_text`) and any document in
+  ``mode="window"`` are split by a sliding window with the same splitter and
   overlap. Such chunks have ``node_id`` None and their own line span as node bounds. A
   Markdown document whose sections all fall under ``min_section_chars`` (an outline, a list
   of one-line answers) is chunked this way too rather than left unsearchable.
@@ -80,7 +82,7 @@ __all__ = [
 ]
 
 # Bumped whenever the same config would produce different chunks (index manifests keep it).
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2  # 2: documents without headings are split into topical segments
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,10 @@ class ChunkConfig:
     ``chunk_size + max_breadcrumb_tokens + 2`` must fit it. ``html_tables``: embed HTML
     tables as cell text (``"text"``) or as their source (``"source"``). ``mode``:
     ``"structure"`` (default) or ``"window"`` (sliding window for every document, a
-    baseline). ``noise``: which sections are skipped. Raises ``ConfigError`` on bad values.
+    baseline). ``headerless``: a document without headings (and a plain-text file) is split
+    into topical segments treated as sections (``"segments"``, :mod:`.segmentation`; done
+    where documents are parsed) or into sliding windows (``"windows"``). ``noise``: which
+    sections are skipped. Raises ``ConfigError`` on bad values.
 
     >>> ChunkConfig().chunk_size, ChunkConfig.chars(2000, 200).unit
     (200, 'chars')
@@ -142,6 +147,7 @@ class ChunkConfig:
     window_tokens: int = 256
     html_tables: Literal["text", "source"] = "text"
     mode: Literal["structure", "window"] = "structure"
+    headerless: Literal["segments", "windows"] = "segments"
     noise: NoiseConfig = field(default_factory=NoiseConfig)
 
     def __post_init__(self) -> None:
@@ -151,6 +157,9 @@ class ChunkConfig:
             raise ConfigError(f"html_tables must be 'text' or 'source', got {self.html_tables!r}")
         if self.mode not in ("structure", "window"):
             raise ConfigError(f"mode must be 'structure' or 'window', got {self.mode!r}")
+        if self.headerless not in ("segments", "windows"):
+            raise ConfigError(
+                f"headerless must be 'segments' or 'windows', got {self.headerless!r}")
         for name in ("chunk_size", "max_breadcrumb_tokens", "window_tokens"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
@@ -214,8 +223,11 @@ def chunk_tree(
     *,
     noise: Mapping[str, NoiseDecision] | None = None,
     noise_llm: TextGenerator | None = None,
+    markdown: bool = True,
 ) -> list[Chunk]:
     """Chunks of ``tree`` in document order (see the module docstring for the rules).
+
+    ``markdown=False`` cuts section bodies as plain text (a segmented ``.txt`` file).
 
     Noise sections come from :func:`~proxy_pointer.noise.classify_noise` with
     ``config.noise``; when ``config.noise.use_llm`` is set, ``noise_llm`` is asked once for
@@ -231,14 +243,15 @@ def chunk_tree(
     ctx = _split_context(tree.text, tree.lines, config)
     title = tree.title or tree.doc_id
     if config.mode == "window" or not tree.has_headings:
-        return _window(ctx, config, tree.doc_id, title, markdown=True)
+        return _window(ctx, config, tree.doc_id, title, markdown=markdown)
     reasons = skip_reasons(tree, config, noise=noise, noise_llm=noise_llm)
     jobs = [n for n in tree.nodes if n.node_id not in reasons]
     spans = [_body_span(ctx, n) for n in jobs]
     crumbs = [tree.breadcrumb(n) for n in jobs]
-    chunks = _chunk_bodies(ctx, config, tree.doc_id, jobs, spans, crumbs, title, markdown=True)
+    chunks = _chunk_bodies(ctx, config, tree.doc_id, jobs, spans, crumbs, title,
+                           markdown=markdown)
     if not chunks and not any(r.startswith("noise") for r in reasons.values()):
-        return _window(ctx, config, tree.doc_id, title, markdown=True)
+        return _window(ctx, config, tree.doc_id, title, markdown=markdown)
     return chunks
 
 

@@ -37,6 +37,7 @@ from .chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
 from .documents import document_kind, read_document
 from .embeddings import Embedder
 from .errors import ConfigError, DocumentError
+from .segmentation import segmented_tree
 from .stores import DocumentParts, DocumentRecord
 from .tokens import count_tokens_batch
 from .tree import build_tree, split_lines
@@ -143,15 +144,21 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
     t = time.perf_counter()
     tree = None if kind == "text" else build_tree(text, doc_id=doc_id,
                                                   recover_headings=recover_headings)
+    lines = tree.lines if tree is not None else split_lines(text)
+    line_tokens = tuple(count_tokens_batch(lines))
+    if (config.mode == "structure" and config.headerless == "segments"
+            and (tree is None or not tree.has_headings)):
+        # No headings: topical segments stand in for sections (see segmentation.py).
+        title = tree.title if tree is not None else doc_id
+        tree = segmented_tree(doc_id, lines, title, tokens=line_tokens)
     tt = time.perf_counter()
     chunks = (chunk_text(text, doc_id, config) if tree is None
-              else chunk_tree(tree, config, noise_llm=noise_llm))
+              else chunk_tree(tree, config, noise_llm=noise_llm, markdown=kind != "text"))
     tc = time.perf_counter()
-    lines = tree.lines if tree is not None else split_lines(text)
     record = DocumentRecord(
         doc_id=doc_id, source_path=source_path, size=len(text.encode("utf-8")),
         sha256=digest or _digest(text), kind=kind, title=tree.title if tree else doc_id,
-        n_chunks=len(chunks), line_tokens=tuple(count_tokens_batch(lines)),
+        n_chunks=len(chunks), line_tokens=line_tokens,
     )
     tree_json = tree.to_json(include_text=False) if tree is not None else ""
     return ParsedDocument(record, tuple(chunks), (tt - t) + (time.perf_counter() - tc),

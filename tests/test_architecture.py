@@ -34,7 +34,7 @@ PUBLIC = {
 LAYERS = [
     {"errors", "defaults", "tokens", "_retry"},
     {"documents", "tree", "headings"},
-    {"noise", "blocks", "chunking"},
+    {"noise", "blocks", "chunking", "segmentation"},
     {"lexical", "vectors", "_gemini", "embeddings", "llm"},
     {"stores"},
     {"ingest"},

@@ -100,14 +100,19 @@ def test_load_with_explicit_embedder_and_cache_wrapper(docs: Path, tmp_path: Pat
     assert loaded.retrieve(QUESTIONS[0]).sections
 
 
-def test_text_documents_get_window_chunks(tmp_path: Path) -> None:
+def test_text_documents_are_not_read_as_markdown(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "notes.txt").write_text("# not a heading\n" + "plain words here\n" * 40)
     idx = Index.build([tmp_path / "d"], embedder=HashEmbedder(32))
     assert idx.documents["notes.txt"].kind == "text"
-    assert all(c.node_id is None for c in idx.chunks)
+    # Topical segments, never a heading: the "#" line is text like any other.
+    assert all(n.start == n.body_start for n in idx.tree("notes.txt").nodes)
     s = idx.retrieve("plain words", budget=5000).sections[0]
-    assert s.ref.startswith("notes.txt#L")
+    assert s.text.startswith("# not a heading\n")
+    windows = Index.build([tmp_path / "d"], embedder=HashEmbedder(32),
+                          chunk_config=ChunkConfig(headerless="windows"))
+    assert all(c.node_id is None for c in windows.chunks)
+    assert windows.retrieve("plain words", budget=5000).sections[0].ref.startswith("notes.txt#L")
 
 
 # --- incremental ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from proxy_pointer import ConfigError, HashEmbedder, Index, RetrievalConfig
+from proxy_pointer.chunking import ChunkConfig
 from proxy_pointer.tokens import count_tokens
 
 FIXTURES = Path(__file__).parent / "fixtures" / "retrieval"
@@ -107,13 +108,24 @@ def test_filters_that_match_nothing_give_an_empty_result(index: Index) -> None:
     assert index.retrieve("water", path_prefix="Chapter 9").sections == ()
 
 
-def test_fallback_windows_are_used_directly(index: Index) -> None:
+def test_plain_text_is_retrieved_as_a_topical_segment(index: Index) -> None:
     res = index.retrieve("salinity estuary brackish bridge low tide", doc_ids=["plain_notes.txt"])
+    top = res.sections[0]
+    assert top.node_id is not None
+    assert top.ref == f"plain_notes.txt#{top.node_id}"
+    assert "Salinity readings" in top.text
+    assert top.text in index.text("plain_notes.txt")
+
+
+def test_fallback_windows_are_used_directly() -> None:
+    idx = Index.build([FIXTURES], embedder=HashEmbedder(256),
+                      chunk_config=ChunkConfig(headerless="windows"))
+    res = idx.retrieve("salinity estuary brackish bridge low tide", doc_ids=["plain_notes.txt"])
     top = res.sections[0]
     assert top.node_id is None
     assert top.ref == f"plain_notes.txt#L{top.start_line}"
     assert "Salinity readings" in top.text
-    assert top.text in index.text("plain_notes.txt")
+    assert top.text in idx.text("plain_notes.txt")
 
 
 def test_noise_sections_are_never_returned(index: Index) -> None:

@@ -37,7 +37,14 @@ METHODS: dict[str, Callable[..., Any]] = {
     "proxy-pointer-ivf": lambda k: ProxyPointerMethod("proxy-pointer-ivf", vector_kind="ivf",
                                                       k=k),
     "proxy-pointer-naive": lambda k: ProxyPointerMethod(
-        "proxy-pointer-naive", k=k or 5, hybrid=False, max_section_share=1.0, section_floor=0),
+        "proxy-pointer-naive", k=k or 5, hybrid=False, max_section_share=1.0, section_floor=0,
+        packing="sections"),
+    "proxy-pointer-sections": lambda k: ProxyPointerMethod(
+        "proxy-pointer-sections", packing="sections", k=k),
+    "proxy-pointer-collapsed": lambda k: ProxyPointerMethod(
+        "proxy-pointer-collapsed", mode="collapsed", k=k),
+    "proxy-pointer-traverse": lambda k: ProxyPointerMethod(
+        "proxy-pointer-traverse", mode="traverse", k=k),
     "flat": lambda k: FlatMethod("flat", 2000, 200),
     "flat-500": lambda k: FlatMethod("flat-500", 500, 50),
     "bm25": lambda k: BM25Method("bm25", 2000, 200),

@@ -3,9 +3,12 @@
 One index (noise filter on) serves ``proxy-pointer`` (the library's defaults),
 ``proxy-pointer-own`` (own text only), ``proxy-pointer-dense`` (BM25 fusion off) and
 ``proxy-pointer-naive`` (the reference design: the 5 best whole sections, best first, no
-fusion, no per-section cap); ``proxy-pointer-no-noise`` builds a second index with the noise
-filter off, ``proxy-pointer-ivf`` one whose every segment is searched through the
-memory-mapped IVF index (the default only past 200k chunks). Each index is saved and read
+fusion, no per-section cap), ``proxy-pointer-sections`` (whole sections packed in rank
+order, the packing before evidence packing), ``proxy-pointer-collapsed`` and
+``proxy-pointer-traverse`` (the other section-ranking modes); ``proxy-pointer-no-noise``
+builds a second index with the noise filter off, ``proxy-pointer-ivf`` one whose every
+segment is searched through the memory-mapped IVF index (the default only past 200k
+chunks). Each index is saved and read
 back, so queries run on the saved files as a CLI or server process would. The
 library packs its own sections under the budget; the harness packs them again with the
 common rule, which cuts nothing when the library kept to the budget (its ``cut_share`` is
