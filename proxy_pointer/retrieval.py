@@ -26,10 +26,12 @@ from .derived import caches
 from .errors import ConfigError
 from .packing import Section, merge_duplicates, pack_evidence, pack_sections
 from .ranking import MODES, group, keep_documents, promote, rank_nodes, select
+from .rerank import rerank
 from .tree import normalize_title
 
 if TYPE_CHECKING:
     from .index import Index
+    from .llm.base import LLM
 
 __all__ = ["Retrieval", "RetrievalConfig", "Retriever", "Section"]
 
@@ -82,6 +84,8 @@ class RetrievalConfig:
     * ``documents`` > 0 keeps only the sections of that many best documents (two-stage
       search: a document ranks by its best chunk and by the mean vector of its opening
       chunks). Off by default: on qasper-dev's corpus search it lost 3-5 points.
+    * ``rerank_llm`` (opt-in, off): an :class:`~.llm.base.LLM` that reorders the best
+      ``rerank_top`` sections by their breadcrumbs, one call per query (:mod:`.rerank`).
     * ``promote_parent``: when this many (>= 2) selected nodes share a parent, the parent's
       section replaces them if it fits; 0 (default) turns it off.
     * ``hybrid`` (default on) fuses BM25 (bm25s, over the same chunks and breadcrumbs) with
@@ -103,6 +107,8 @@ class RetrievalConfig:
     lexical_weight: float = 0.0
     evidence_cap: bool = True
     documents: int = 0
+    rerank_llm: LLM | None = None
+    rerank_top: int = 50
     max_section_share: float = 0.3
     section_floor: int = 400
     promote_parent: int = 0
@@ -137,6 +143,8 @@ class RetrievalConfig:
         if not isinstance(self.documents, int) or self.documents < 0:
             raise ConfigError(
                 f"documents must be 0 (off) or a positive integer, got {self.documents!r}")
+        if not isinstance(self.rerank_top, int) or self.rerank_top < 2:
+            raise ConfigError(f"rerank_top must be at least 2, got {self.rerank_top!r}")
         if self.lexical_weight < 0:
             raise ConfigError("lexical_weight must be >= 0")
         if not 0 < self.max_section_share <= 1:
@@ -179,6 +187,11 @@ class Retriever:
                                         rrf_k=cfg.rrf_k)
         candidates = rank_nodes(self.index, candidates, q, cfg.mode, beam=cfg.beam,
                                 rrf_k=cfg.rrf_k)
+        if cfg.rerank_llm is not None:
+            t1 = time.perf_counter()
+            candidates = rerank(self.index, candidates, question, cfg.rerank_llm,
+                                top=cfg.rerank_top)
+            timings["rerank"] = time.perf_counter() - t1
         timings["dedupe"] = time.perf_counter() - t
         t = time.perf_counter()
         sections, omitted = self._assemble(question, candidates, cfg)

@@ -39,7 +39,7 @@ LAYERS = [
     {"stores"},
     {"ingest"},
     {"index"},
-    {"derived", "ranking"},
+    {"derived", "ranking", "rerank"},
     {"packing"},
     {"retrieval"},
     {"synthesis"},
