@@ -54,6 +54,8 @@ def _pct(values: list[float], q: float) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "data" / "qasper-dev"))
+    ap.add_argument("--cache-dir", default=str(ROOT / "benchmarks" / ".work" / "cache"),
+                    help="embedding cache folder")
     ap.add_argument("--questions", type=int, default=300)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "query-latency"))
     args = ap.parse_args()
@@ -62,7 +64,7 @@ def main() -> int:
         print(f"{ds}: no dataset here (needs docs/ and questions.jsonl)", file=sys.stderr)
         return 2
     live = SentenceTransformerEmbedder()
-    emb = _DocsCachedQueriesLive(CachedEmbedder(live, ROOT / "benchmarks" / ".work" / "cache"),
+    emb = _DocsCachedQueriesLive(CachedEmbedder(live, args.cache_dir),
                                  live)
     t0 = time.perf_counter()
     idx = Index.build([ds / "docs"], embedder=emb)

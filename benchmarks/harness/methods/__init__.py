@@ -45,6 +45,8 @@ METHODS: dict[str, Callable[..., Any]] = {
         "proxy-pointer-collapsed", mode="collapsed", k=k),
     "proxy-pointer-traverse": lambda k: ProxyPointerMethod(
         "proxy-pointer-traverse", mode="traverse", k=k),
+    "proxy-pointer-windows": lambda k: ProxyPointerMethod(
+        "proxy-pointer-windows", chunking="windows", k=k),
     "flat": lambda k: FlatMethod("flat", 2000, 200),
     "flat-500": lambda k: FlatMethod("flat-500", 500, 50),
     "bm25": lambda k: BM25Method("bm25", 2000, 200),

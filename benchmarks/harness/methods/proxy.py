@@ -69,7 +69,8 @@ def _index_class() -> Any:
 
 
 def _chunk_config(noise: bool, chunking: str) -> Any:
-    """The default chunking (``None``), with every noise category off, or 2000/200 chars."""
+    """The default chunking (``None``), with every noise category off, 2000/200 chars, or
+    (``"windows"``) sliding windows instead of topical segments for headerless documents."""
     if noise and chunking == "tokens":
         return None
     try:
@@ -77,7 +78,8 @@ def _chunk_config(noise: bool, chunking: str) -> Any:
         from proxy_pointer.noise import NoiseConfig
     except ImportError as exc:
         raise MethodUnavailable(f"cannot configure chunking ({exc})") from exc
-    config = ChunkConfig.chars(2000, 200) if chunking == "chars" else ChunkConfig()
+    config = (ChunkConfig.chars(2000, 200) if chunking == "chars"
+              else ChunkConfig(headerless="windows") if chunking == "windows" else ChunkConfig())
     return config if noise else config.with_noise(NoiseConfig(categories=frozenset()))
 
 
@@ -99,6 +101,7 @@ class ProxyPointerMethod:
             f"proxy-pointer Index, {'defaults' if not shown else shown}, "
             f"noise filter {'on' if noise else 'off'}"
             + (", chunks of 2000/200 characters" if chunking == "chars" else "")
+            + (", headerless documents in sliding windows" if chunking == "windows" else "")
             + (f", vector index {vector_kind}" if vector_kind != "auto" else "")
         )
         self._index: Any = None

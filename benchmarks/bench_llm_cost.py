@@ -1,0 +1,94 @@
+"""What the opt-in LLM rerank costs per query: calls and prompt tokens, measured, no key.
+
+The rerank runs through the real OpenAI-compatible client against the local recording
+endpoint (``harness.llm_stub``), which counts every request and answers with a
+placeholder. A placeholder names no section, so the order stays as it was: this run
+measures cost only and reports no quality. Prompt tokens are MiniLM word pieces of the
+system and user messages (``proxy_pointer.tokens``), like every other count here.
+
+    python3 benchmarks/bench_llm_cost.py [--dataset ../shared/data/qasper-dev] [--questions 200]
+
+Writes ``benchmarks/results/llm-rerank-cost.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.harness.llm_stub import RecordingLLMServer  # noqa: E402
+from proxy_pointer import Index  # noqa: E402
+from proxy_pointer.embeddings import CachedEmbedder, make_embedder  # noqa: E402
+from proxy_pointer.llm.openai_compatible import OpenAICompatibleLLM  # noqa: E402
+from proxy_pointer.tokens import count_tokens  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "data" / "qasper-dev"))
+    ap.add_argument("--cache-dir", default=str(ROOT / "benchmarks" / ".work" / "cache"),
+                    help="embedding cache folder")
+    ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--top", type=int, nargs="+", default=[20, 50])
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "llm-rerank-cost"))
+    args = ap.parse_args()
+    ds = Path(args.dataset)
+    if not (ds / "docs").is_dir():
+        print(f"{ds}: no dataset here (needs docs/ and questions.jsonl)", file=sys.stderr)
+        return 2
+    emb = CachedEmbedder(make_embedder("minilm"), args.cache_dir)
+    idx = Index.build([ds / "docs"], embedder=emb)
+    rows = [json.loads(line) for line in open(ds / "questions.jsonl")]
+    random.Random(0).shuffle(rows)
+    rows = rows[: args.questions]
+    results = {}
+    with RecordingLLMServer() as server:
+        llm = OpenAICompatibleLLM(server.base_url, "recorder")
+        for top in args.top:
+            for scope in ("per-doc", "corpus"):
+                before = len(server.calls)
+                latency = []
+                for r in rows:
+                    doc_ids = [r["doc_id"] + ".md"] if scope == "per-doc" else None
+                    t = time.perf_counter()
+                    idx.retrieve(r["question"], doc_ids=doc_ids, rerank_llm=llm, rerank_top=top)
+                    latency.append(time.perf_counter() - t)
+                calls = server.calls[before:]
+                prompt_tokens = [count_tokens(c.prompt) for c in calls]
+                results[f"top {top}, {scope}"] = {
+                    "queries": len(rows), "calls": len(calls),
+                    "calls_per_query": len(calls) / len(rows),
+                    "prompt_tokens_per_call": statistics.mean(prompt_tokens) if calls else 0,
+                    "prompt_tokens_per_query": sum(prompt_tokens) / len(rows),
+                    "retrieve_p50_ms_with_local_llm": 1000 * statistics.median(latency),
+                }
+    report = {"dataset": ds.name, "documents": len(idx.documents), "chunks": len(idx.chunks),
+              "quality": "not measured: the recording endpoint answers with placeholders",
+              "results": results}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = [f"# LLM rerank cost: {ds.name}, {len(rows)} questions (placeholder replies: "
+             "cost only, no quality)", "",
+             "| setting | LLM calls/query | prompt tokens/call | prompt tokens/query |",
+             "|---|---|---|---|"]
+    for name, r in results.items():
+        lines.append(f"| {name} | {r['calls_per_query']:.2f} | "
+                     f"{r['prompt_tokens_per_call']:.0f} | {r['prompt_tokens_per_query']:.0f} |")
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
