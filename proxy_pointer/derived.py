@@ -71,7 +71,7 @@ def line_starts(index: Index, doc_id: str) -> list[int]:
 def line_terms(index: Index, doc_id: str, lo: int, hi: int) -> list[list[str]]:
     """The BM25 terms (:func:`~.lexical.tokenize`) of lines ``lo:hi`` of a stored document;
     lines are tokenized when first asked for, then kept."""
-    from .lexical import tokenize
+    from .lexical import terms as tokenize
 
     c = caches(index)
     terms: list[list[str] | None] = _per_doc(

@@ -340,9 +340,9 @@ class Index:
         return dict(zip(terms, self._segments.term_weights(terms).tolist(), strict=True))
 
     def pointers(self, rows: Sequence[int] | np.ndarray
-                 ) -> list[tuple[str, str | None, int]]:
-        """``(doc_id, node_id, start_char)`` of each row: what grouping hits needs, read
-        without slicing chunk texts from their sources."""
+                 ) -> list[tuple[str, str | None, int, int, int]]:
+        """``(doc_id, node_id, start_char, start_line, end_line)`` of each row: what
+        grouping hits and packing need, read without slicing chunk texts from sources."""
         return self._segments.pointers(np.asarray(rows, np.int64))
 
     def crumbs(self, rows: Sequence[int] | np.ndarray) -> list[tuple[str, ...]]:

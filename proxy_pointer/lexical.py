@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import numpy as np
 
 from .errors import IndexCorruptError
 
-__all__ = ["LexicalIndex", "idf", "tokenize", "top_rows"]
+__all__ = ["LexicalIndex", "idf", "terms", "tokenize", "top_rows"]
 
 
 def _stemmer() -> Callable[[list[str]], list[str]] | None:
@@ -38,6 +39,23 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
         list(texts), stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False
     )
     return tokens
+
+
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # bm25s' default token pattern
+
+
+def terms(texts: Sequence[str]) -> list[list[str]]:
+    """The same terms as :func:`tokenize`, without building a vocabulary: a fast path for
+    many short texts (lines of a section) matched against a question's terms."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    stem = _stemmer()  # a new one per call: PyStemmer objects are not thread-safe
+    stop = frozenset(STOPWORDS_EN)
+    out = []
+    for text in texts:
+        words = [w for w in _TOKEN.findall(text.lower()) if w not in stop]
+        out.append(stem(words) if stem is not None and words else words)
+    return out
 
 
 def idf(doc_freq: np.ndarray, n_rows: int) -> np.ndarray:

@@ -40,6 +40,7 @@ _ELLIPSIS = "[…]\n"
 _MIN_WINDOW = 48  # tokens: below this a trimmed section is only its heading
 _SHINGLE = 3  # words per shingle when comparing sections for near-duplicates
 _NEAR_DUPLICATE = 0.8  # Jaccard similarity of shingles from which two sections are one
+_SAME_VECTOR = 0.9  # cosine of two sections' best chunks below which they are not compared
 
 Selected = list[tuple[Candidate, tuple[int, int]]]
 
@@ -197,15 +198,15 @@ def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str
         p.blocks = _blocks(cost, p.lo, end, max(1, budget // 2))
         p.gaps = 1 if p.blocks else 0
         hit = [0.0] * (end - p.lo)
-        for chunk, score in zip(index.chunks.at(cand.rows), cand.row_scores, strict=True):
-            for i in range(max(chunk.start_line, p.lo), min(chunk.end_line, end)):
+        for (a, b), score in zip(_spans(index, cand), cand.row_scores, strict=True):
+            for i in range(max(a, p.lo), min(b, end)):
                 hit[i - p.lo] = max(hit[i - p.lo], score)
-        line_ts = line_terms(index, cand.doc_id, p.lo, end)
         for b, (i, j) in enumerate(p.blocks):
             h = max(hit[i - p.lo:j - p.lo])
             c = sum(cost[i:j])
-            if h > 0 and c > 0:
-                lex = _lexical([t for ts in line_ts[i - p.lo:j - p.lo] for t in ts], terms) / norm
+            if h > 0 and c > 0:  # only blocks under a hit are read for their terms
+                lex = _lexical([t for ts in line_terms(index, cand.doc_id, i, j) for t in ts],
+                               terms) / norm
                 units.append((-h * (1 + lexical_weight * lex), -lex, len(plans) - 1, b, c))
     units.sort()
     left = budget
@@ -265,11 +266,20 @@ def _grow(index: Index, p: _Plan, left: int, ell: int, limit: int) -> int:
     return left
 
 
+def _spans(index: Index, cand: Candidate) -> list[tuple[int, int]]:
+    """0-based half-open line span of each hit row, as the search's pointers gave them."""
+    missing = [r for r in cand.rows if r not in cand.spans]
+    if missing:  # rows a caller added by hand: read them
+        cand.spans.update({r: (p[3], p[4]) for r, p in zip(missing, index.pointers(missing),
+                                                             strict=True)})
+    return [cand.spans[r] for r in cand.rows]
+
+
 def _emit(index: Index, p: _Plan) -> Section | None:
     cand = p.cand
     if not p.keep:
         return None
-    spans = tuple(sorted({(c.start_line + 1, c.end_line) for c in index.chunks.at(cand.rows)}))
+    spans = tuple(sorted({(a + 1, b) for a, b in _spans(index, cand)}))
     if p.window is not None:
         c = index.chunks[cand.rows[0]]
         return Section(doc_id=cand.doc_id, node_id=None, title=c.title, path=tuple(c.path),
@@ -288,9 +298,14 @@ def _emit(index: Index, p: _Plan) -> Section | None:
                 parts.append("\n")
             parts.append(_ELLIPSIS)
     text = "".join(parts)
+    # Word pieces never span a line break, so the count is the plan's own sum (exact).
+    cost = index.line_tokens(cand.doc_id)
+    tokens = (count_tokens(text) if p.cut is not None else
+              p.head + sum(sum(cost[slice(*p.blocks[b])]) for b in p.keep)
+              + p.gaps * count_tokens(_ELLIPSIS))
     return Section(doc_id=cand.doc_id, node_id=cand.node_id, title=node.title,
                    path=node.path, start_line=p.start + 1, end_line=p.end, text=text,
-                   score=float(cand.score), tokens=count_tokens(text),
+                   score=float(cand.score), tokens=tokens,
                    trimmed=p.gaps > 0 or p.cut is not None, matched_spans=spans,
                    also_in=tuple(cand.also_in))
 
@@ -312,19 +327,37 @@ def _lexical(line: list[str], terms: dict[str, float]) -> float:
 
 def merge_duplicates(index: Index, selected: Selected) -> Selected:
     """Selected sections with later copies of an identical or nearly identical section (in
-    another document) removed; each copy's ref is added to the kept one's ``also_in``."""
-    kept: list[tuple[Candidate, tuple[int, int], frozenset[int]]] = []
-    for cand, rng in selected:
-        text = (index.chunks[cand.rows[0]].text if cand.node_id is None
-                else index.tree(cand.doc_id).slice(*rng))
-        shingles = _shingles(text)
-        for other, _, theirs in kept:
-            if other.doc_id != cand.doc_id and _similar(shingles, theirs):
+    another document) removed; each copy's ref is added to the kept one's ``also_in``.
+
+    Only sections of other documents whose sizes are within the similarity threshold of
+    each other and whose best chunks' vectors nearly agree (cosine >= ``_SAME_VECTOR``)
+    are compared word by word, so most queries compare nothing.
+    """
+    if len({c.doc_id for c, _ in selected}) < 2:
+        return selected
+    best = index.vectors_of([c.rows[0] for c, _ in selected])
+    close = best @ best.T
+    kept: list[tuple[int, Candidate, tuple[int, int], int]] = []  # (position, ..., size)
+    shingles: dict[int, frozenset[int]] = {}
+
+    def of(i: int, cand: Candidate, rng: tuple[int, int]) -> frozenset[int]:
+        if i not in shingles:
+            text = (index.chunks[cand.rows[0]].text if cand.node_id is None
+                    else index.tree(cand.doc_id).slice(*rng))
+            shingles[i] = _shingles(text)
+        return shingles[i]
+
+    for i, (cand, rng) in enumerate(selected):
+        size = sum(index.line_tokens(cand.doc_id)[rng[0]:rng[1]])
+        for j, other, orng, osize in kept:
+            if (other.doc_id != cand.doc_id and close[i, j] >= _SAME_VECTOR
+                    and min(size, osize) >= _NEAR_DUPLICATE * max(size, osize)
+                    and _similar(of(i, cand, rng), of(j, other, orng))):
                 other.also_in.append(ref(cand, rng[0]))
                 break
         else:
-            kept.append((cand, rng, shingles))
-    return [(c, r) for c, r, _ in kept]
+            kept.append((i, cand, rng, size))
+    return [(c, r) for _, c, r, _ in kept]
 
 
 _WORD = re.compile(r"\w+")

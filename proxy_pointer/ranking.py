@@ -39,7 +39,9 @@ class Candidate:
     """The chunks of one node (or one fallback window) that the search hit.
 
     ``rows``/``row_scores`` are the hit chunks with their fused scores, best first;
-    ``also_in`` lists the refs of identical sections elsewhere (filled when packing).
+    ``spans`` the 0-based half-open line span of every hit row the search saw (shared by
+    all candidates of one query); ``also_in`` lists the refs of identical sections
+    elsewhere (filled when packing).
     """
 
     doc_id: str
@@ -49,6 +51,7 @@ class Candidate:
     rows: list[int] = field(default_factory=list)
     row_scores: list[float] = field(default_factory=list)
     also_in: list[str] = field(default_factory=list)
+    spans: dict[int, tuple[int, int]] = field(default_factory=dict)  # row -> line span
 
     @property
     def best(self) -> float:
@@ -60,11 +63,12 @@ def group(index: Index, ranked: list[tuple[int, float]]) -> list[Candidate]:
     by_key: dict[tuple[str, str], Candidate] = {}
     order: list[Candidate] = []
     pointers = index.pointers([r for r, _ in ranked])
-    for (row, score), (doc_id, node_id, start) in zip(ranked, pointers, strict=True):
+    spans = {r: (p[3], p[4]) for (r, _), p in zip(ranked, pointers, strict=True)}
+    for (row, score), (doc_id, node_id, start, _, _) in zip(ranked, pointers, strict=True):
         key = (doc_id, node_id if node_id is not None else f"#{start}")
         cand = by_key.get(key)
         if cand is None:
-            cand = by_key[key] = Candidate(doc_id, node_id, key, score)
+            cand = by_key[key] = Candidate(doc_id, node_id, key, score, spans=spans)
             order.append(cand)
         cand.rows.append(row)
         cand.row_scores.append(score)
@@ -163,7 +167,8 @@ def _doc_nodes(index: Index, doc_id: str, candidates: list[Candidate], query: np
         if cand is None:
             hits = sorted(sub[n], key=lambda t: -t[1])
             cand = Candidate(doc_id, n, (doc_id, n), hits[0][1],
-                             [r for r, _ in hits], [s for _, s in hits])
+                             [r for r, _ in hits], [s for _, s in hits],
+                             spans=next(iter(own.values())).spans)
         out.append((fused[n], tree.get(n).level, cand))
     return out
 
@@ -281,7 +286,8 @@ def promote(idx: Index, chosen: list[tuple[Candidate, tuple[int, int]]], promote
         if sum(idx.line_tokens(doc_id)[parent.start:parent.end]) > budget:
             continue
         first = chosen[members[0]][0]
-        promoted = Candidate(doc_id, parent_id, (doc_id, parent_id), first.score)
+        promoted = Candidate(doc_id, parent_id, (doc_id, parent_id), first.score,
+                             spans=first.spans)
         for i in members:
             promoted.rows.extend(chosen[i][0].rows)
             promoted.row_scores.extend(chosen[i][0].row_scores)

@@ -42,7 +42,7 @@ from ..lexical import LexicalIndex
 from ..tree import Tree, normalize_title
 from ..vectors import VectorIndex, VectorIndexConfig, build_approximate, open_approximate
 from .base import DocumentRecord
-from .segments import DocumentParts, chunk_crumbs
+from .segments import DocumentParts, Pointer, chunk_crumbs
 
 __all__ = ["DiskSegment", "fsync_path", "write_segment"]
 
@@ -277,8 +277,8 @@ class DiskSegment:
         except (IndexCorruptError, DocumentError) as e:
             raise IndexCorruptError(f"{self.folder / _META}: tree of {doc_id}: {e}") from None
 
-    def pointers(self, rows: Sequence[int]) -> list[tuple[str, str | None, int]]:
-        found = self._rows_where("doc_id, node_id, start_char", rows)
+    def pointers(self, rows: Sequence[int]) -> list[Pointer]:
+        found = self._rows_where("doc_id, node_id, start_char, start_line, end_line", rows)
         return [found[int(r)] for r in rows]
 
     def doc_rows(self, doc_id: str) -> np.ndarray:

@@ -32,10 +32,14 @@ from .base import DocumentRecord
 __all__ = [
     "DocumentParts",
     "MemorySegment",
+    "Pointer",
     "Segment",
     "SegmentSet",
     "chunk_crumbs",
 ]
+
+#: ``(doc_id, node_id, start_char, start_line, end_line)``: where a chunk row points.
+Pointer = tuple[str, str | None, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,9 @@ class Segment(Protocol):
         """The document's saved skeleton tree (``None``: not saved; build it)."""
         ...
 
-    def pointers(self, rows: Sequence[int]) -> list[tuple[str, str | None, int]]:
-        """``(doc_id, node_id, start_char)`` of each row: a chunk without its text."""
+    def pointers(self, rows: Sequence[int]) -> list[Pointer]:
+        """``(doc_id, node_id, start_char, start_line, end_line)`` of each row: a chunk
+        without its text."""
         ...
 
     def doc_rows(self, doc_id: str) -> np.ndarray:
@@ -153,8 +158,9 @@ class MemorySegment:
         p = self._docs[doc_id]
         return Tree.from_json(p.tree_json, text=p.text) if p.tree_json else None
 
-    def pointers(self, rows: Sequence[int]) -> list[tuple[str, str | None, int]]:
-        return [(c.doc_id, c.node_id, c.start_char) for c in (self._chunks[r] for r in rows)]
+    def pointers(self, rows: Sequence[int]) -> list[Pointer]:
+        return [(c.doc_id, c.node_id, c.start_char, c.start_line, c.end_line)
+                for c in (self._chunks[r] for r in rows)]
 
     def doc_rows(self, doc_id: str) -> np.ndarray:
         return self._rows[doc_id]
@@ -314,10 +320,10 @@ class SegmentSet:
                 out[p] = c
         return out  # type: ignore[return-value]
 
-    def pointers(self, rows: Sequence[int] | np.ndarray
-                 ) -> list[tuple[str, str | None, int]]:
-        """``(doc_id, node_id, start_char)`` of each row, read without the chunk texts."""
-        out: list[tuple[str, str | None, int]] = [("", None, 0)] * len(rows)
+    def pointers(self, rows: Sequence[int] | np.ndarray) -> list[Pointer]:
+        """``(doc_id, node_id, start_char, start_line, end_line)`` of each row, read
+        without the chunk texts."""
+        out: list[Pointer] = [("", None, 0, 0, 0)] * len(rows)
         for slot, pos, local in self._split(np.asarray(rows, np.int64)):
             for p, c in zip(pos.tolist(), slot.segment.pointers(local.tolist()), strict=True):
                 out[p] = c
