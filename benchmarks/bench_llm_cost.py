@@ -1,14 +1,16 @@
-"""What the opt-in LLM rerank costs per query: calls and prompt tokens, measured, no key.
+"""What the opt-in LLM steps cost: section summaries per document, the rerank per query.
 
-The rerank runs through the real OpenAI-compatible client against the local recording
+Both run through the real OpenAI-compatible client against the local recording
 endpoint (``harness.llm_stub``), which counts every request and answers with a
-placeholder. A placeholder names no section, so the order stays as it was: this run
-measures cost only and reports no quality. Prompt tokens are MiniLM word pieces of the
+placeholder. A placeholder names no section, so the rerank order stays as it was, and a
+placeholder summary says nothing: this run measures cost only and reports no quality. The
+summaries are written into a fresh, temporary cache (the hash embedder embeds them: only
+the LLM side is measured). Prompt tokens are MiniLM word pieces of the
 system and user messages (``proxy_pointer.tokens``), like every other count here.
 
     python3 benchmarks/bench_llm_cost.py [--dataset ../shared/data/qasper-dev] [--questions 200]
 
-Writes ``benchmarks/results/llm-rerank-cost.{json,md}``.
+Writes ``benchmarks/results/llm-cost.{json,md}``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import random
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness.llm_stub import RecordingLLMServer  # noqa: E402
 from proxy_pointer import Index  # noqa: E402
-from proxy_pointer.embeddings import CachedEmbedder, make_embedder  # noqa: E402
+from proxy_pointer.chunking import ChunkConfig  # noqa: E402
+from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder, make_embedder  # noqa: E402
 from proxy_pointer.llm.openai_compatible import OpenAICompatibleLLM  # noqa: E402
 from proxy_pointer.tokens import count_tokens  # noqa: E402
 
@@ -40,7 +44,7 @@ def main() -> int:
                     help="embedding cache folder")
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--top", type=int, nargs="+", default=[20, 50])
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "llm-rerank-cost"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "llm-cost"))
     args = ap.parse_args()
     ds = Path(args.dataset)
     if not (ds / "docs").is_dir():
@@ -72,19 +76,45 @@ def main() -> int:
                     "prompt_tokens_per_query": sum(prompt_tokens) / len(rows),
                     "retrieve_p50_ms_with_local_llm": 1000 * statistics.median(latency),
                 }
+        # Section summaries at indexing: one call per section with text, cached by content.
+        with tempfile.TemporaryDirectory() as tmp:
+            os.environ["XDG_CACHE_HOME"] = tmp
+            before = len(server.calls)
+            t = time.perf_counter()
+            summarized = Index.build([ds / "docs"], embedder=HashEmbedder(64), noise_llm=llm,
+                                     chunk_config=ChunkConfig(summaries=True))
+            seconds = time.perf_counter() - t
+            calls = server.calls[before:]
+            again = len(server.calls)
+            Index.build([ds / "docs"], embedder=HashEmbedder(64), noise_llm=llm,
+                        chunk_config=ChunkConfig(summaries=True))
+            rebuilt_calls = len(server.calls) - again
+        prompt_tokens = [count_tokens(c.prompt) for c in calls]
+        n_docs = len(summarized.documents)
+        summaries = {"documents": n_docs, "calls": len(calls),
+                     "calls_per_document": len(calls) / n_docs,
+                     "prompt_tokens_per_call": statistics.mean(prompt_tokens),
+                     "prompt_tokens_per_document": sum(prompt_tokens) / n_docs,
+                     "calls_on_rebuild_with_cache": rebuilt_calls,
+                     "seconds_with_local_llm": seconds}
     report = {"dataset": ds.name, "documents": len(idx.documents), "chunks": len(idx.chunks),
               "quality": "not measured: the recording endpoint answers with placeholders",
-              "results": results}
+              "rerank": results, "summaries": summaries}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    lines = [f"# LLM rerank cost: {ds.name}, {len(rows)} questions (placeholder replies: "
-             "cost only, no quality)", "",
+    lines = [f"# Opt-in LLM steps: cost on {ds.name} (placeholder replies: cost only, no "
+             "quality)", "", f"Rerank, {len(rows)} questions:", "",
              "| setting | LLM calls/query | prompt tokens/call | prompt tokens/query |",
              "|---|---|---|---|"]
     for name, r in results.items():
         lines.append(f"| {name} | {r['calls_per_query']:.2f} | "
                      f"{r['prompt_tokens_per_call']:.0f} | {r['prompt_tokens_per_query']:.0f} |")
+    lines += ["", f"Section summaries at indexing, {n_docs} documents: "
+              f"{summaries['calls']} calls ({summaries['calls_per_document']:.1f} per document), "
+              f"{summaries['prompt_tokens_per_call']:.0f} prompt tokens per call, "
+              f"{summaries['prompt_tokens_per_document']:.0f} per document; "
+              f"a rebuild with the cache made {rebuilt_calls} calls."]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

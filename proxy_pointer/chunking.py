@@ -132,8 +132,10 @@ class ChunkConfig:
     ``"structure"`` (default) or ``"window"`` (sliding window for every document, a
     baseline). ``headerless``: a document without headings (and a plain-text file) is split
     into topical segments treated as sections (``"segments"``, :mod:`.segmentation`; done
-    where documents are parsed) or into sliding windows (``"windows"``). ``noise``: which
-    sections are skipped. Raises ``ConfigError`` on bad values.
+    where documents are parsed) or into sliding windows (``"windows"``). ``summaries``
+    (opt-in): an index-time LLM writes one summary per section, embedded as one more proxy
+    of it (:mod:`.summaries`). ``noise``: which sections are skipped. Raises
+    ``ConfigError`` on bad values.
 
     >>> ChunkConfig().chunk_size, ChunkConfig.chars(2000, 200).unit
     (200, 'chars')
@@ -148,6 +150,7 @@ class ChunkConfig:
     html_tables: Literal["text", "source"] = "text"
     mode: Literal["structure", "window"] = "structure"
     headerless: Literal["segments", "windows"] = "segments"
+    summaries: bool = False
     noise: NoiseConfig = field(default_factory=NoiseConfig)
 
     def __post_init__(self) -> None:

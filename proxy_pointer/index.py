@@ -139,8 +139,9 @@ class Index:
 
     Thread-safe for concurrent readers; one writer at a time per store (see
     :meth:`proxy_pointer.stores.Store.lock`). ``embedder`` defaults to the bundled MiniLM.
-    ``noise_llm`` is needed only when ``chunk_config.noise.use_llm`` is set: it then labels
-    each document's noise sections (one call per document, rules as fallback).
+    ``noise_llm`` is the index-time LLM, needed only when ``chunk_config.noise.use_llm`` is
+    set (it then labels each document's noise sections: one call per document, rules as
+    fallback) or ``chunk_config.summaries`` (one summary per section, cached by content).
     """
 
     def __init__(self, *, embedder: Embedder | None = None,

@@ -39,6 +39,7 @@ from .embeddings import Embedder
 from .errors import ConfigError, DocumentError
 from .segmentation import segmented_tree
 from .stores import DocumentParts, DocumentRecord
+from .summaries import SummaryCache, summary_chunks
 from .tokens import count_tokens_batch
 from .tree import build_tree, split_lines
 
@@ -154,6 +155,12 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
     tt = time.perf_counter()
     chunks = (chunk_text(text, doc_id, config) if tree is None
               else chunk_tree(tree, config, noise_llm=noise_llm, markdown=kind != "text"))
+    if config.summaries and tree is not None:
+        if noise_llm is None:
+            raise ConfigError("ChunkConfig(summaries=True) needs an index-time LLM "
+                              "(Index(..., noise_llm=LLM))")
+        chunks = chunks + summary_chunks(tree, chunks, noise_llm, cache=_summary_cache(),
+                                         max_breadcrumb_tokens=config.max_breadcrumb_tokens)
     tc = time.perf_counter()
     record = DocumentRecord(
         doc_id=doc_id, source_path=source_path, size=len(text.encode("utf-8")),
@@ -212,6 +219,17 @@ def duplicate_pairs(shas: Mapping[str, str], changed: Sequence[str]) -> tuple[tu
                  if len(g) > 1 and touched.intersection(g) for d in g[1:])
 
 
+_SUMMARY_CACHE: SummaryCache | None = None
+
+
+def _summary_cache() -> SummaryCache:
+    """The process's summary cache (in the user cache folder), opened once."""
+    global _SUMMARY_CACHE
+    if _SUMMARY_CACHE is None or _SUMMARY_CACHE.path != SummaryCache().path:
+        _SUMMARY_CACHE = SummaryCache()
+    return _SUMMARY_CACHE
+
+
 def default_workers() -> int:
     """Parsing processes used when ``workers`` is not given: one per usable core, at most
     four; none on a single core, and none off Linux (workers would be spawned there, which
@@ -265,7 +283,7 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
     run.total_docs = len(sources)
     run.total_bytes = sum(size for batch in batches for _, size in batch)
     n = default_workers() if workers is None else workers
-    if n == 0 or len(batches) < 2 or config.noise.use_llm:
+    if n == 0 or len(batches) < 2 or config.noise.use_llm or config.summaries:
         pool: ProcessPoolExecutor | None = None
     else:
         pool = _start_pool(n)

@@ -34,7 +34,7 @@ PUBLIC = {
 LAYERS = [
     {"errors", "defaults", "tokens", "_retry"},
     {"documents", "tree", "headings"},
-    {"noise", "blocks", "chunking", "segmentation"},
+    {"noise", "blocks", "chunking", "segmentation", "summaries"},
     {"lexical", "vectors", "_gemini", "embeddings", "llm"},
     {"stores"},
     {"ingest"},
