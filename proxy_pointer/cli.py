@@ -42,6 +42,12 @@ def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
                    help="hand over whole sections with subsections, or own text only")
     p.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=defaults.HYBRID,
                    help="fuse BM25 with dense search (default on; --no-hybrid: dense only)")
+    p.add_argument("--mode", choices=["chunks", "collapsed", "traverse"], default=defaults.MODE,
+                   help="rank sections by their best chunk, over the collapsed tree, or "
+                        "top-down (default %(default)s)")
+    p.add_argument("--packing", choices=["evidence", "sections"], default=defaults.PACKING,
+                   help="fill the budget with the best blocks of the sections, or with whole "
+                        "sections in rank order (default %(default)s)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -215,7 +221,8 @@ def _open_index(args: argparse.Namespace) -> tuple[Index, RetrievalConfig]:
     _wrap_cache(idx)
     cfg = RetrievalConfig(budget=args.budget, k=args.k, k_search=args.k_search,
                           doc_ids=tuple(args.doc) if args.doc else None,
-                          path_prefix=args.path, expand=args.expand, hybrid=args.hybrid)
+                          path_prefix=args.path, expand=args.expand, hybrid=args.hybrid,
+                          mode=args.mode, packing=args.packing)
     if cfg.doc_ids:
         unknown = [d for d in cfg.doc_ids if d not in idx.documents]
         if unknown:

@@ -16,6 +16,8 @@ __all__ = [
     "HYBRID",
     "INDEX_DIR",
     "K_SEARCH",
+    "MODE",
+    "PACKING",
     "K",
     "cache_dir",
 ]
@@ -28,6 +30,10 @@ K = 10
 K_SEARCH = 200
 #: Hand over a section with its subsections ("section") or its own text only ("own").
 EXPAND = "section"
+#: How nodes are ranked as sections: "chunks", "collapsed" or "traverse".
+MODE = "chunks"
+#: How sections fill the budget: "evidence" (best blocks) or "sections" (whole, in order).
+PACKING = "evidence"
 #: Fuse BM25 with dense search by reciprocal rank fusion.
 HYBRID = True
 #: Index directory of the CLI when ``--index`` is not given.

@@ -101,9 +101,9 @@ class RetrievalConfig:
     k: int = defaults.K
     k_search: int = defaults.K_SEARCH
     expand: str = defaults.EXPAND
-    mode: str = "chunks"
+    mode: str = defaults.MODE
     beam: int = 3
-    packing: str = "evidence"
+    packing: str = defaults.PACKING
     lexical_weight: float = 0.0
     evidence_cap: bool = True
     documents: int = 0

@@ -169,3 +169,20 @@ def test_workers_and_batch_size_options(capsys, docs: Path, tmp_path: Path) -> N
     code, _, err = run_index(capsys, tmp_path / "c", str(docs), "--embedder", "hash:64",
                              "--batch-mb", "0")
     assert code == 1 and "batch_bytes must be a positive integer" in _error_line(err)
+
+
+def test_query_ranking_and_packing_options(capsys, docs: Path, tmp_path: Path) -> None:
+    code, _, _ = run_index(capsys, tmp_path, str(docs))
+    assert code == 0
+    outs = {}
+    for packing in ("evidence", "sections"):
+        code = main(["query", "--index", str(tmp_path / "idx"), "--json", "--budget", "120",
+                     "--mode", "collapsed", "--packing", packing, "telescope mirror"])
+        out, _ = capsys.readouterr()
+        assert code == 0
+        outs[packing] = json.loads(out)
+    for out in outs.values():
+        assert out["contexts"] and out["tokens_used"] <= 120
+    with pytest.raises(SystemExit) as exc:
+        main(["query", "--index", str(tmp_path / "idx"), "--mode", "raptor", "q"])
+    assert exc.value.code == 2
