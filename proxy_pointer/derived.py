@@ -69,9 +69,9 @@ def line_starts(index: Index, doc_id: str) -> list[int]:
 
 
 def line_terms(index: Index, doc_id: str, lo: int, hi: int) -> list[list[str]]:
-    """The BM25 terms (:func:`~.lexical.tokenize`) of lines ``lo:hi`` of a stored document;
+    """The BM25 terms (:func:`~.lexical.terms`) of lines ``lo:hi`` of a stored document;
     lines are tokenized when first asked for, then kept."""
-    from .lexical import terms as tokenize
+    from .lexical import terms as terms_of
 
     c = caches(index)
     terms: list[list[str] | None] = _per_doc(
@@ -79,6 +79,6 @@ def line_terms(index: Index, doc_id: str, lo: int, hi: int) -> list[list[str]]:
     missing = [i for i in range(lo, hi) if terms[i] is None]
     if missing:
         lines = index.tree(doc_id).lines
-        for i, t in zip(missing, tokenize([lines[i] for i in missing]), strict=True):
+        for i, t in zip(missing, terms_of([lines[i] for i in missing]), strict=True):
             terms[i] = t
     return [t or [] for t in terms[lo:hi]]

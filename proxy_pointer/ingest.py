@@ -225,7 +225,7 @@ _SUMMARY_CACHE: SummaryCache | None = None
 def _summary_cache() -> SummaryCache:
     """The process's summary cache (in the user cache folder), opened once."""
     global _SUMMARY_CACHE
-    if _SUMMARY_CACHE is None or _SUMMARY_CACHE.path != SummaryCache().path:
+    if _SUMMARY_CACHE is None or _SUMMARY_CACHE.path != SummaryCache.default_path():
         _SUMMARY_CACHE = SummaryCache()
     return _SUMMARY_CACHE
 

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from .derived import line_starts, line_terms
+from .lexical import terms as line_terms_of
 from .ranking import Candidate
+from .segmentation import paragraphs
 from .tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
@@ -138,7 +140,7 @@ class _Plan:
     gaps: int = 0
     window: str | None = None  # a fallback window's text (no node)
     cut: int | None = None  # tokens of the one kept block when it had to be cut to fit
-    used: int = 0  # tokens taken so far
+    used: int = 0  # tokens taken so far: heading, kept blocks and one marker per gap
 
     def delta(self, b: int) -> int:
         """Change in the number of gaps if block ``b`` joins ``keep``."""
@@ -148,22 +150,15 @@ class _Plan:
 
 
 def _blocks(cost: tuple[int, ...], lo: int, hi: int, most: int) -> list[tuple[int, int]]:
-    """``[lo, hi)`` tiled into blocks; a block over ``most`` tokens is split into lines."""
+    """``[lo, hi)`` tiled into paragraphs (a line without word pieces is blank); one over
+    ``most`` tokens is split into its lines."""
     out: list[tuple[int, int]] = []
-    i = lo
-    while i < hi:
-        j = i
-        while j < hi and cost[j] == 0:  # leading blank lines join the first block
-            j += 1
-        while j < hi and cost[j] > 0:
-            j += 1
-        while j < hi and cost[j] == 0:
-            j += 1
+    for a, b in paragraphs([cost[i] == 0 for i in range(lo, hi)]):
+        i, j = lo + a, lo + b
         if sum(cost[i:j]) > most and j - i > 1:
             out.extend((k, k + 1) for k in range(i, j))
         else:
             out.append((i, j))
-        i = j
     return out
 
 
@@ -187,7 +182,7 @@ def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str
         if cand.node_id is None:
             text = index.chunks[cand.rows[0]].text
             p.window = text
-            lex = _lexical([t for ts in _terms_of(text) for t in ts], terms) / norm
+            lex = _lexical(line_terms_of([text])[0], terms) / norm
             units.append((-cand.best * (1 + lexical_weight * lex), -lex, len(plans) - 1, -1,
                           count_tokens(text)))
             continue
@@ -298,22 +293,13 @@ def _emit(index: Index, p: _Plan) -> Section | None:
                 parts.append("\n")
             parts.append(_ELLIPSIS)
     text = "".join(parts)
-    # Word pieces never span a line break, so the count is the plan's own sum (exact).
-    cost = index.line_tokens(cand.doc_id)
-    tokens = (count_tokens(text) if p.cut is not None else
-              p.head + sum(sum(cost[slice(*p.blocks[b])]) for b in p.keep)
-              + p.gaps * count_tokens(_ELLIPSIS))
+    # Word pieces never span a line break, so what the plan counted is exact.
+    tokens = count_tokens(text) if p.cut is not None else p.used
     return Section(doc_id=cand.doc_id, node_id=cand.node_id, title=node.title,
                    path=node.path, start_line=p.start + 1, end_line=p.end, text=text,
                    score=float(cand.score), tokens=tokens,
                    trimmed=p.gaps > 0 or p.cut is not None, matched_spans=spans,
                    also_in=tuple(cand.also_in))
-
-
-def _terms_of(text: str) -> list[list[str]]:
-    from .lexical import tokenize
-
-    return tokenize([text])
 
 
 def _lexical(line: list[str], terms: dict[str, float]) -> float:

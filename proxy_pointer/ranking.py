@@ -19,8 +19,9 @@ Nothing here calls an LLM or embeds anything: proxies are averages of stored vec
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -28,9 +29,11 @@ if TYPE_CHECKING:
     from .index import Index
     from .tree import Tree
 
-__all__ = ["MODES", "Candidate", "group", "keep_documents", "promote", "rank_nodes", "select"]
+__all__ = ["MODES", "Candidate", "fuse_ranks", "group", "keep_documents", "promote", "rank_nodes",
+           "select"]
 
 MODES = ("collapsed", "traverse", "chunks")
+K = TypeVar("K", bound=Hashable)
 _DOCS = 8  # documents whose trees compete in "collapsed" / "traverse" (best hits first)
 
 
@@ -56,6 +59,16 @@ class Candidate:
     @property
     def best(self) -> float:
         return max(self.row_scores) if self.row_scores else 0.0
+
+
+def fuse_ranks(rankings: Iterable[Sequence[K]], k: int = 60) -> dict[K, float]:
+    """Reciprocal-rank fusion: each item scores ``1 / (k + rank)`` in every ranking (rank
+    from 1) that holds it, summed."""
+    out: dict[K, float] = {}
+    for ranking in rankings:
+        for i, x in enumerate(ranking):
+            out[x] = out.get(x, 0.0) + 1.0 / (k + i + 1)
+    return out
 
 
 def group(index: Index, ranked: list[tuple[int, float]]) -> list[Candidate]:
@@ -128,13 +141,8 @@ def keep_documents(index: Index, candidates: list[Candidate], query: np.ndarray,
     for d in docs:
         rows = index.rows_for([d])[:lead]
         if len(rows):
-            mean = index.vectors_of(rows).mean(axis=0)
-            norm = float(np.linalg.norm(mean))
-            proxy[d] = float(mean @ query) / norm if norm > 0 else 0.0
-    fused = dict.fromkeys(docs, 0.0)
-    for ranking in (docs, sorted(proxy, key=lambda d: -proxy[d])):
-        for i, d in enumerate(ranking):
-            fused[d] += 1.0 / (rrf_k + i + 1)
+            proxy[d] = _mean_cosine(index.vectors_of(rows), query) or 0.0
+    fused = fuse_ranks((docs, sorted(proxy, key=lambda d: -proxy[d])), rrf_k)
     best = set(sorted(docs, key=lambda d: -fused[d])[:n])
     return [c for c in candidates if c.doc_id in best]
 
@@ -180,13 +188,9 @@ def _fuse(best: dict[str, float], proxy: dict[str, float], tree: Tree, rrf_k: in
     Equal best-chunk scores (a parent and the child holding its best chunk) are ordered
     deepest first, so a parent has to win on its proxy.
     """
-    out = dict.fromkeys(best, 0.0)
     by_best = sorted(best, key=lambda n: (-best[n], -tree.get(n).level))
     by_proxy = sorted(proxy, key=lambda n: -proxy[n])
-    for ranking in (by_best, by_proxy):
-        for i, n in enumerate(ranking):
-            out[n] += 1.0 / (rrf_k + i + 1)
-    return out
+    return fuse_ranks((by_best, by_proxy), rrf_k)
 
 
 def _proxies(index: Index, doc_id: str, tree: Tree, nodes: list[str], query: np.ndarray
@@ -204,13 +208,17 @@ def _proxies(index: Index, doc_id: str, tree: Tree, nodes: list[str], query: np.
             by_node.setdefault(nid, []).append(i)
     for n in nodes:
         idx = [i for d in _subtree(tree, n) for i in by_node.get(d, ())]
-        if not idx:
-            continue
-        mean = vecs[idx].mean(axis=0)
-        norm = float(np.linalg.norm(mean))
-        if norm > 0:
-            sims[n] = float(mean @ query) / norm
+        sim = _mean_cosine(vecs[idx], query) if idx else None
+        if sim is not None:
+            sims[n] = sim
     return sims
+
+
+def _mean_cosine(vectors: np.ndarray, query: np.ndarray) -> float | None:
+    """Cosine of ``query`` with the mean of ``vectors`` (``None`` for a zero mean)."""
+    mean = vectors.mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return float(mean @ query) / norm if norm > 0 else None
 
 
 def _traverse(tree: Tree, fused: dict[str, float], beam: int) -> list[str]:

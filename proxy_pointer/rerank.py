@@ -36,12 +36,11 @@ _NUMBER = re.compile(r"\d+")
 
 def breadcrumb_of(index: Index, cand: Candidate) -> str:
     """``Document title > Heading > Subheading`` of a candidate (lines for a window)."""
-    title = index.documents[cand.doc_id].title or cand.doc_id
+    tree = index.tree(cand.doc_id)
     if cand.node_id is None:
         c = index.chunks[cand.rows[0]]
-        return f"{title} > lines {c.start_line + 1}-{c.end_line}"
-    path = index.tree(cand.doc_id).get(cand.node_id).path
-    return " > ".join((title, *[p for p in path if p != title][:8]))
+        return f"{tree.title} > lines {c.start_line + 1}-{c.end_line}"
+    return " > ".join(tree.breadcrumb(cand.node_id)[:9])  # the title and 8 headings at most
 
 
 def rerank_prompt(question: str, crumbs: list[str]) -> str:

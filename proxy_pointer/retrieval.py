@@ -25,7 +25,7 @@ from . import defaults
 from .derived import caches
 from .errors import ConfigError
 from .packing import Section, merge_duplicates, pack_evidence, pack_sections
-from .ranking import MODES, group, keep_documents, promote, rank_nodes, select
+from .ranking import MODES, fuse_ranks, group, keep_documents, promote, rank_nodes, select
 from .rerank import rerank
 from .tree import normalize_title
 
@@ -243,10 +243,7 @@ class Retriever:
         if not cfg.hybrid:
             return dense
         lexical = self.index.lexical_search(question, cfg.k_search, rows)
-        fused: dict[int, float] = {}
-        for ranking in (dense, lexical):
-            for rank, (r, _) in enumerate(ranking):
-                fused[r] = fused.get(r, 0.0) + 1.0 / (cfg.rrf_k + rank + 1)
+        fused = fuse_ranks(([r for r, _ in dense], [r for r, _ in lexical]), cfg.rrf_k)
         return sorted(fused.items(), key=lambda t: (-t[1], t[0]))
 
     def _boost(self, ranked: list[tuple[int, float]], query: np.ndarray,

@@ -30,7 +30,7 @@ from .errors import ConfigError
 from .tokens import count_tokens_batch
 from .tree import Node, Tree
 
-__all__ = ["SegmentConfig", "segment_lines", "segmented_tree"]
+__all__ = ["SegmentConfig", "paragraphs", "segment_lines", "segmented_tree"]
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _STOP = frozenset(
@@ -67,7 +67,7 @@ def segment_lines(lines: Sequence[str], config: SegmentConfig | None = None,
     if n == 0:
         return []
     cost = list(tokens) if tokens is not None else count_tokens_batch(lines)
-    blocks = _blocks(lines)
+    blocks = paragraphs([not line.strip() for line in lines])
     sizes = [sum(cost[a:b]) for a, b in blocks]
     if len(blocks) < 3 or sum(sizes) <= cfg.max_tokens:
         return [(0, n)]
@@ -104,18 +104,18 @@ def segmented_tree(doc_id: str, lines: list[str], title: str,
     return Tree(doc_id=doc_id, lines=lines, nodes=nodes, title=title)
 
 
-def _blocks(lines: Sequence[str]) -> list[tuple[int, int]]:
-    """Paragraphs: a run of non-blank lines with the blank lines after it (leading blank
-    lines join the first)."""
+def paragraphs(blank: Sequence[bool]) -> list[tuple[int, int]]:
+    """Lines tiled into paragraphs, given which are blank: a run of non-blank lines with
+    the blank lines after it (leading blank lines join the first). ``[start, end)`` each."""
     out: list[tuple[int, int]] = []
-    i, n = 0, len(lines)
+    i, n = 0, len(blank)
     while i < n:
         j = i
-        while j < n and not lines[j].strip():
+        while j < n and blank[j]:
             j += 1
-        while j < n and lines[j].strip():
+        while j < n and not blank[j]:
             j += 1
-        while j < n and not lines[j].strip():
+        while j < n and blank[j]:
             j += 1
         out.append((i, j))
         i = j

@@ -45,7 +45,7 @@ class SummaryCache:
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else cache_dir() / "summaries.sqlite"
+        self.path = Path(path) if path is not None else self.default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False)
         with self._db:
@@ -53,6 +53,11 @@ class SummaryCache:
                              "(key TEXT PRIMARY KEY, summary TEXT NOT NULL)")
         self._lock = threading.Lock()
         self.calls = self.hits = 0
+
+    @staticmethod
+    def default_path() -> Path:
+        """``summaries.sqlite`` in the user cache folder (:func:`~.defaults.cache_dir`)."""
+        return cache_dir() / "summaries.sqlite"
 
     @staticmethod
     def key(model: str, prompt: str) -> str:
@@ -107,13 +112,13 @@ def summary_chunks(tree: Tree, chunks: list[Chunk], llm: TextGenerator, *,
             cache.hits += 1
         if not summary:
             continue
-        crumb = (tree.title, *[p for p in node.path if p != tree.title])
         out.append(Chunk(
             doc_id=tree.doc_id, node_id=node_id, title=first.title, path=first.path,
             start_char=starts[node.start], end_char=starts[node.own_end],
             start_line=node.start, end_line=node.own_end, own_start=node.start,
             own_end=node.own_end, section_start=node.start, section_end=node.end,
             text=own,
-            embed_text=breadcrumb_text(crumb, max_breadcrumb_tokens) + "\nSummary: " + summary,
+            embed_text=breadcrumb_text(tree.breadcrumb(node), max_breadcrumb_tokens)
+            + "\nSummary: " + summary,
         ))
     return out
