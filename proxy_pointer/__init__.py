@@ -27,6 +27,7 @@ from .errors import (
     IndexMismatchError,
     LLMError,
     ProxyPointerError,
+    StoreError,
 )
 
 try:
@@ -68,6 +69,7 @@ _LAZY = {
     "DocumentRecord": "stores",
     "LocalStore": "stores",
     "Manifest": "stores",
+    "MilvusStore": "stores",
     "Store": "stores",
     "Answer": "synthesis",
     "Citation": "synthesis",
@@ -98,7 +100,7 @@ if TYPE_CHECKING:
     from .llm import LLM, GeminiLLM, LLMReply, OpenAICompatibleLLM, make_llm
     from .noise import NoiseConfig, classify_noise
     from .retrieval import Retrieval, RetrievalConfig, Retriever, Section
-    from .stores import DocumentRecord, LocalStore, Manifest, Store
+    from .stores import DocumentRecord, LocalStore, Manifest, MilvusStore, Store
     from .synthesis import Answer, Citation, synthesize
     from .tree import Node, Tree, TreeConfig, build_tree, format_tree
     from .vectors import VectorIndexConfig
@@ -142,6 +144,7 @@ __all__ = [
     "LexicalIndex",
     "LocalStore",
     "Manifest",
+    "MilvusStore",
     "Node",
     "NoiseConfig",
     "OnnxEmbedder",
@@ -154,6 +157,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "SourceFile",
     "Store",
+    "StoreError",
     "Tree",
     "TreeConfig",
     "UpdateReport",

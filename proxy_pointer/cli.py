@@ -27,7 +27,10 @@ __all__ = ["main"]
 
 def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", default=defaults.INDEX_DIR,
-                   help="index directory (default: %(default)s)")
+                   help="index directory, or milvus:URI[#NAME] for Milvus "
+                   "(default: %(default)s)")
+    p.add_argument("--milvus-token", default=None, metavar="TOKEN",
+                   help="token of a Milvus server (default: $MILVUS_TOKEN)")
     p.add_argument("--budget", type=int, default=defaults.BUDGET,
                    help="context token budget (default %(default)s)")
     p.add_argument("--k", type=int, default=defaults.K,
@@ -69,7 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     i = sub.add_parser("index", help="index files and folders (incremental)")
     i.add_argument("paths", nargs="+")
     i.add_argument("--index", default=defaults.INDEX_DIR,
-                   help="index directory (default: %(default)s)")
+                   help="index directory, or milvus:URI[#NAME] for Milvus "
+                   "(default: %(default)s)")
+    i.add_argument("--milvus-token", default=None, metavar="TOKEN",
+                   help="token of a Milvus server (default: $MILVUS_TOKEN)")
     i.add_argument("--root", default=None, help="doc ids are paths relative to this folder")
     i.add_argument("--include", action="append", default=None, metavar="GLOB")
     i.add_argument("--exclude", action="append", default=[], metavar="GLOB")
@@ -156,7 +162,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     from .stores import open_store
     from .vectors import VectorIndexConfig
 
-    store = open_store(args.index)
+    store = open_store(args.index, token=args.milvus_token)
     existing = store.exists()
     spec = args.embedder
     if spec is None and existing:
@@ -216,8 +222,9 @@ def _progress_bar(quiet: bool) -> _Bar | None:
 def _open_index(args: argparse.Namespace) -> tuple[Index, RetrievalConfig]:
     from .index import Index
     from .retrieval import RetrievalConfig
+    from .stores import open_store
 
-    idx = Index.load(args.index)
+    idx = Index.load(open_store(args.index, token=args.milvus_token))
     _wrap_cache(idx)
     cfg = RetrievalConfig(budget=args.budget, k=args.k, k_search=args.k_search,
                           doc_ids=tuple(args.doc) if args.doc else None,

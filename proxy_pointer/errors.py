@@ -16,6 +16,7 @@ __all__ = [
     "IndexMismatchError",
     "LLMError",
     "ProxyPointerError",
+    "StoreError",
 ]
 
 
@@ -50,6 +51,11 @@ class IndexMismatchError(ProxyPointerError):
 
 class IndexLockedError(ProxyPointerError):
     """Another process is writing the same index directory."""
+
+
+class StoreError(ProxyPointerError):
+    """An index store cannot be reached or refused an operation (a Milvus server down,
+    a Milvus Lite file another process holds); the message names the location."""
 
 
 class EmbeddingError(ProxyPointerError):

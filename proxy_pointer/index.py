@@ -334,6 +334,15 @@ class Index:
         """BM25's best ``k`` chunk rows for ``question`` (within ``rows`` when given)."""
         return self._segments.lexical(question, k, rows)
 
+    def fused_search(self, query: np.ndarray, question: str, k: int, *, rrf_k: int = 60,
+                     rows: np.ndarray | None = None) -> list[tuple[int, float]] | None:
+        """Dense and BM25 top-``k`` fused by reciprocal rank in one call of the store's
+        engine (Milvus's hybrid search), or ``None`` where the store cannot (the local
+        store, several segments): then fuse :meth:`dense_search` and
+        :meth:`lexical_search` (:func:`~.ranking.fuse_ranks`, the same rule)."""
+        q = np.asarray(query, np.float32).reshape(-1)
+        return self._segments.fused(q, question, k, rrf_k, rows)
+
     def term_weights(self, question: str) -> dict[str, float]:
         """The question's BM25 terms (:func:`~.lexical.tokenize`) with their corpus-wide
         IDF: what scoring single lines of a section lexically needs."""

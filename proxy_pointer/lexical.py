@@ -13,13 +13,13 @@ import io
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .errors import IndexCorruptError
 
-__all__ = ["LexicalIndex", "idf", "terms", "tokenize", "top_rows"]
+__all__ = ["LexicalIndex", "LexicalSearch", "idf", "terms", "tokenize", "top_rows"]
 
 
 def _stemmer() -> Callable[[list[str]], list[str]] | None:
@@ -82,6 +82,23 @@ def top_rows(scores: np.ndarray, k: int, rows: np.ndarray | None = None
     return [(int(r), float(v)) for r, v in zip(found, sub[pos], strict=True)]
 
 
+class LexicalSearch(Protocol):
+    """What a segment's lexical side answers: term statistics and a top-k search.
+
+    :class:`LexicalIndex` (bm25s, local) is one; a store that searches elsewhere (Milvus's
+    BM25 function) supplies another.
+    """
+
+    @property
+    def n_rows(self) -> int: ...
+
+    def doc_freqs(self, tokens: Sequence[str]) -> np.ndarray: ...
+
+    def top(self, tokens: Sequence[str], k: int, *, weights: Sequence[float] | None = None,
+            rows: np.ndarray | None = None, exclude: np.ndarray | None = None
+            ) -> list[tuple[int, float]]: ...
+
+
 class LexicalIndex:
     """A BM25 index whose document ``i`` is chunk row ``i`` of the index."""
 
@@ -133,6 +150,16 @@ class LexicalIndex:
             # Row ids are unique within one token's postings, so a fancy += is exact.
             out[np.asarray(indices[lo:hi])] += np.asarray(data[lo:hi]) * w
         return out
+
+    def top(self, tokens: Sequence[str], k: int, *, weights: Sequence[float] | None = None,
+            rows: np.ndarray | None = None, exclude: np.ndarray | None = None
+            ) -> list[tuple[int, float]]:
+        """The best ``k`` rows for ``tokens`` (weighted as in :meth:`scores`), within
+        ``rows`` when given, never one of ``exclude``: ``[(row, score)]``, best first."""
+        scores = self.scores(tokens, weights)
+        if exclude is not None and len(exclude):
+            scores[np.asarray(exclude, np.int64)] = 0.0
+        return top_rows(scores, k, rows)
 
     def search(self, question: str, k: int, rows: np.ndarray | None = None
                ) -> list[tuple[int, float]]:

@@ -235,9 +235,15 @@ class Retriever:
 
     def _rank(self, question: str, q: np.ndarray, cfg: RetrievalConfig,
               rows: np.ndarray | None) -> list[tuple[int, float]]:
+        labels = _labels(question) if cfg.title_boost else []
+        if cfg.hybrid and not labels:
+            # One call where the store's engine fuses by the same rule (Milvus).
+            engine = self.index.fused_search(q, question, cfg.k_search, rrf_k=cfg.rrf_k,
+                                             rows=rows)
+            if engine is not None:
+                return engine
         scores, found = self.index.dense_search(q, cfg.k_search, rows=rows)
         dense = list(zip(found.tolist(), scores.tolist(), strict=True))
-        labels = _labels(question) if cfg.title_boost else []
         if labels:
             dense = self._boost(dense, q, labels, cfg, rows)
         if not cfg.hybrid:

@@ -16,13 +16,14 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .errors import ConfigError, IndexCorruptError
 
-__all__ = ["VectorIndex", "VectorIndexConfig", "build_approximate", "open_approximate"]
+__all__ = ["VectorIndex", "VectorIndexConfig", "VectorSearch", "build_approximate",
+           "open_approximate"]
 
 _KINDS = ("auto", "flat", "ivf", "hnsw")
 
@@ -122,6 +123,17 @@ def open_approximate(path: str | os.PathLike[str], n_rows: int, dimension: int) 
         raise IndexCorruptError(f"{path}: holds {index.ntotal} vectors of dimension {index.d}, "
                                 f"expected {n_rows} of {dimension}")
     return index
+
+
+class VectorSearch(Protocol):
+    """What a segment's dense side answers (:meth:`VectorIndex.search`'s contract); a
+    store that searches elsewhere (Milvus) supplies its own."""
+
+    config: VectorIndexConfig
+
+    def search(self, query: np.ndarray, k: int, rows: np.ndarray | None = None, *,
+               exclude: np.ndarray | None = None, exact: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class VectorIndex:

@@ -25,7 +25,8 @@ PUBLIC = {
     "IndexMismatchError", "LLMError", "LLMReply", "LexicalIndex", "LocalStore", "Manifest",
     "Node", "NoiseConfig", "OnnxEmbedder", "OpenAICompatibleLLM", "ProxyPointerError", "Retrieval",
     "RetrievalConfig", "Retriever", "Section", "SentenceTransformerEmbedder", "SourceFile",
-    "Store", "Tree", "TreeConfig", "UpdateReport", "VectorIndexConfig", "__version__",
+    "Store", "StoreError", "MilvusStore", "Tree", "TreeConfig", "UpdateReport",
+    "VectorIndexConfig", "__version__",
     "build_tree", "chunk_text", "chunk_tree", "classify_noise", "discover", "format_tree",
     "make_embedder", "make_llm", "read_document", "synthesize",
 }

@@ -24,13 +24,14 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..chunking import Chunk
-from ..lexical import LexicalIndex, idf, tokenize, top_rows
+from ..lexical import LexicalIndex, LexicalSearch, idf, tokenize
 from ..tree import Tree, normalize_title
-from ..vectors import VectorIndex, VectorIndexConfig
+from ..vectors import VectorIndex, VectorIndexConfig, VectorSearch
 from .base import DocumentRecord
 
 __all__ = [
     "DocumentParts",
+    "FusedSearch",
     "MemorySegment",
     "Pointer",
     "Segment",
@@ -99,9 +100,9 @@ class Segment(Protocol):
         """Vectors of ``rows`` (all rows when ``None``; may be memory-mapped)."""
         ...
 
-    def vector_index(self, config: VectorIndexConfig) -> VectorIndex: ...
+    def vector_index(self, config: VectorIndexConfig) -> VectorSearch: ...
 
-    def lexical(self) -> LexicalIndex: ...
+    def lexical(self) -> LexicalSearch: ...
 
     def crumbs(self, rows: Sequence[int]) -> list[tuple[str, ...]]: ...
 
@@ -110,6 +111,16 @@ class Segment(Protocol):
         ...
 
     def parts(self, doc_id: str) -> DocumentParts: ...
+
+
+@runtime_checkable
+class FusedSearch(Protocol):
+    """A segment whose engine fuses dense and BM25 results itself, in one call (Milvus's
+    hybrid search with its reciprocal-rank-fusion ranker)."""
+
+    def fused(self, query: np.ndarray, tokens: Sequence[str], k: int, rrf_k: int,
+              rows: np.ndarray | None = None, exclude: np.ndarray | None = None
+              ) -> list[tuple[int, float]]: ...
 
 
 class MemorySegment:
@@ -397,6 +408,28 @@ class SegmentSet:
         order = np.lexsort((r, -s))[:k]
         return s[order].astype(np.float32), r[order]
 
+    def fused(self, query: np.ndarray, question: str, k: int, rrf_k: int,
+              rows: np.ndarray | None = None) -> list[tuple[int, float]] | None:
+        """Dense and BM25 fused by the engine in one call, when the index is one segment
+        whose engine can (:class:`FusedSearch`); ``None``: search both and fuse here."""
+        live = [s for s in self._slots if s.n_live]
+        if len(live) != 1 or not isinstance(live[0].segment, FusedSearch):
+            return None
+        slot = live[0]
+        engine = slot.segment
+        assert isinstance(engine, FusedSearch)
+        tokens = tokenize([question])[0]
+        if not tokens:
+            return None
+        local = None
+        if rows is not None:
+            local = np.concatenate([loc for s, _, loc in self._split(np.asarray(rows, np.int64))
+                                    if s is slot] or [np.empty(0, np.int64)])
+        hits = engine.fused(query, tokens, k, rrf_k, local,
+                                  slot.dead if len(slot.dead) else None)
+        g = slot.to_global(np.asarray([r for r, _ in hits], np.int64))
+        return list(zip(g.tolist(), (s for _, s in hits), strict=True))
+
     def term_weights(self, tokens: Sequence[str]) -> np.ndarray:
         """Corpus-wide BM25 IDF of each (already tokenized) term over all segments."""
         lexes = [s.segment.lexical() for s in self._slots]
@@ -429,11 +462,9 @@ class SegmentSet:
                 continue
             own = idf(df, lex.n_rows)
             weights = np.divide(idf_all, own, out=np.ones_like(own), where=own > 0)
-            scores = lex.scores(tokens, weights)
-            if len(slot.dead):
-                scores[slot.dead] = 0.0
             local = wanted[id(slot)] if wanted is not None else None
-            hits = top_rows(scores, k, local)
+            hits = lex.top(tokens, k, weights=weights, rows=local,
+                           exclude=slot.dead if len(slot.dead) else None)
             if hits:
                 g = slot.to_global(np.asarray([h[0] for h in hits], np.int64))
                 merged.extend(zip(g.tolist(), (h[1] for h in hits), strict=True))

@@ -47,6 +47,8 @@ METHODS: dict[str, Callable[..., Any]] = {
         "proxy-pointer-traverse", mode="traverse", k=k),
     "proxy-pointer-windows": lambda k: ProxyPointerMethod(
         "proxy-pointer-windows", chunking="windows", k=k),
+    "proxy-pointer-milvus": lambda k: ProxyPointerMethod(
+        "proxy-pointer-milvus", store="milvus", k=k),
     "flat": lambda k: FlatMethod("flat", 2000, 200),
     "flat-500": lambda k: FlatMethod("flat-500", 500, 50),
     "bm25": lambda k: BM25Method("bm25", 2000, 200),

@@ -5,7 +5,8 @@ One index (noise filter on) serves ``proxy-pointer`` (the library's defaults),
 ``proxy-pointer-naive`` (the reference design: the 5 best whole sections, best first, no
 fusion, no per-section cap), ``proxy-pointer-sections`` (whole sections packed in rank
 order, the packing before evidence packing), ``proxy-pointer-collapsed`` and
-``proxy-pointer-traverse`` (the other section-ranking modes); ``proxy-pointer-no-noise``
+``proxy-pointer-traverse`` (the other section-ranking modes), ``proxy-pointer-milvus`` (the
+defaults on an index saved to and read from Milvus Lite); ``proxy-pointer-no-noise``
 builds a second index with the noise filter off, ``proxy-pointer-ivf`` one whose every
 segment is searched through the memory-mapped IVF index (the default only past 200k
 chunks). Each index is saved and read
@@ -44,7 +45,7 @@ class _Built:
     stats: BuildStats
 
 
-_BUILT: dict[tuple[int, str, bool, str], _Built] = {}
+_BUILT: dict[tuple[int, str, bool, str, str, str], _Built] = {}
 
 
 def save_cache() -> dict:
@@ -89,8 +90,9 @@ class ProxyPointerMethod:
 
     def __init__(self, name: str = "proxy-pointer", *, noise: bool = True,
                  chunking: str = "tokens", k: int | None = None, vector_kind: str = "auto",
-                 **options: Any) -> None:
+                 store: str = "local", **options: Any) -> None:
         self.name = name
+        self.store = store
         self.vector_kind = vector_kind
         self.noise = noise
         self.chunking = chunking
@@ -103,17 +105,20 @@ class ProxyPointerMethod:
             + (", chunks of 2000/200 characters" if chunking == "chars" else "")
             + (", headerless documents in sliding windows" if chunking == "windows" else "")
             + (f", vector index {vector_kind}" if vector_kind != "auto" else "")
+            + (", stored in Milvus Lite" if store == "milvus" else "")
         )
         self._index: Any = None
 
     @property
     def memory_key(self) -> str:
         """Variants sharing an index share its memory measurement."""
-        return f"proxy-pointer-index-noise-{self.noise}-{self.chunking}-{self.vector_kind}"
+        return (f"proxy-pointer-index-noise-{self.noise}-{self.chunking}-{self.vector_kind}"
+                + ("-milvus" if self.store == "milvus" else ""))
 
     def build(self, dataset: Dataset, embedder: Any) -> BuildStats:
         Index = _index_class()
-        key = (id(dataset), embedder.model_id, self.noise, self.chunking, self.vector_kind)
+        key = (id(dataset), embedder.model_id, self.noise, self.chunking, self.vector_kind,
+               self.store)
         built = _BUILT.get(key)
         if built is not None:
             self._index = built.index
@@ -131,9 +136,10 @@ class ProxyPointerMethod:
         seconds = time.perf_counter() - t0
         tmp = tempfile.mkdtemp(prefix="pp-bench-")
         _SAVED.append(tmp)
-        index.save(tmp)
+        location = f"milvus:{tmp}/index.db" if self.store == "milvus" else tmp
+        index.save(location)
         size = dir_bytes(tmp)
-        index = Index.load(tmp, embedder=embedder)
+        index = Index.load(location, embedder=embedder)
         stats = BuildStats(seconds=seconds, units=len(index.chunks),
                            embed_texts=embedder.texts - texts0,
                            embed_computed=embedder.computed - computed0, index_bytes=size)

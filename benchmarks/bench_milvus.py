@@ -1,0 +1,114 @@
+"""Query latency and write time: the same index in the local store and in Milvus Lite.
+
+One index of the whole qasper-dev corpus (chunk vectors from the embedding cache) is saved
+to a local directory and to a Milvus Lite file, each loaded back as a query process would,
+and the same questions are asked of both in turn (whole-corpus search, library defaults).
+Per store: total ``retrieve`` time and its stages (``Retrieval.timings``) at p50 and p95, a
+first pass (cold: documents, trees and rows read for the first time) and a second (warm).
+The query embedding is the same model call for both, so "after embed" is where the
+stores differ. Also the seconds to save the index into each store.
+
+    python3 benchmarks/bench_milvus.py [--dataset ../shared/data/qasper-dev] [--questions 892]
+
+Writes ``benchmarks/results/milvus-latency.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_query import _DocsCachedQueriesLive, _pct  # noqa: E402
+
+from proxy_pointer import Index  # noqa: E402
+from proxy_pointer.embeddings import CachedEmbedder, SentenceTransformerEmbedder  # noqa: E402
+
+_STAGES = ("embed", "search", "dedupe", "slice")
+
+
+def _measure(idx: Index, questions: list[str]) -> dict[str, dict[str, float]]:
+    total: list[float] = []
+    stages: dict[str, list[float]] = {k: [] for k in _STAGES}
+    for q in questions:
+        t = time.perf_counter()
+        res = idx.retrieve(q)
+        total.append(time.perf_counter() - t)
+        for k in _STAGES:
+            stages[k].append(res.timings.get(k, 0.0))
+    after = [s + d + c for s, d, c in zip(stages["search"], stages["dedupe"], stages["slice"],
+                                          strict=True)]
+    return {"total_ms": {"p50": _pct(total, 50), "p95": _pct(total, 95)},
+            **{f"{k}_ms": {"p50": _pct(v, 50), "p95": _pct(v, 95)} for k, v in stages.items()},
+            "after_embed_ms": {"p50": _pct(after, 50), "p95": _pct(after, 95)}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "data" / "qasper-dev"))
+    ap.add_argument("--cache-dir", default=str(ROOT / "benchmarks" / ".work" / "cache"),
+                    help="embedding cache folder")
+    ap.add_argument("--questions", type=int, default=892)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "milvus-latency"))
+    args = ap.parse_args()
+    ds = Path(args.dataset)
+    if not (ds / "docs").is_dir():
+        print(f"{ds}: no dataset here (needs docs/ and questions.jsonl)", file=sys.stderr)
+        return 2
+    live = SentenceTransformerEmbedder()
+    emb = _DocsCachedQueriesLive(CachedEmbedder(live, args.cache_dir), live)
+    built = Index.build([ds / "docs"], embedder=emb)
+    questions = [json.loads(line)["question"] for line in open(ds / "questions.jsonl")]
+    random.Random(0).shuffle(questions)
+    questions = questions[: args.questions]
+    live.embed_query("warm up the model")
+    tmp = Path(tempfile.mkdtemp(prefix="pp-milvus-bench-"))
+    stores = {"local": str(tmp / "local"), "milvus-lite": f"milvus:{tmp / 'milvus.db'}"}
+    save_s, loaded = {}, {}
+    for name, loc in stores.items():
+        t = time.perf_counter()
+        built.save(loc)
+        save_s[name] = time.perf_counter() - t
+        loaded[name] = Index.load(loc, embedder=emb)
+        loaded[name].retrieve("warm up the connection")
+    rows: dict[str, dict] = {}
+    for label in ("cold", "warm"):
+        for name, idx in loaded.items():
+            rows[f"{name}, {label}"] = _measure(idx, questions)
+    ratio = {label: rows[f"milvus-lite, {label}"]["total_ms"]["p50"]
+             / rows[f"local, {label}"]["total_ms"]["p50"] for label in ("cold", "warm")}
+    report = {"dataset": ds.name, "documents": len(built.documents), "chunks": len(built.chunks),
+              "questions": len(questions), "budget": 2000, "k": 10, "save_seconds": save_s,
+              "milvus_over_local_total_p50": ratio, "results": rows}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = [
+        f"# Local store vs Milvus Lite: {ds.name}, {len(built.documents)} documents, "
+        f"{len(built.chunks)} chunks, whole-corpus search, defaults, {len(questions)} questions",
+        "",
+        "| store, pass | total p50 / p95 ms | embed | search | dedupe | slice | after embed |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, r in rows.items():
+        cells = " | ".join(f"{r[k]['p50']:.1f} / {r[k]['p95']:.1f}" for k in (
+            "total_ms", "embed_ms", "search_ms", "dedupe_ms", "slice_ms", "after_embed_ms"))
+        lines.append(f"| {label} | {cells} |")
+    lines += ["", f"Milvus Lite / local, total p50: {ratio['cold']:.1f}x cold, "
+              f"{ratio['warm']:.1f}x warm. Save: local {save_s['local']:.1f} s, Milvus Lite "
+              f"{save_s['milvus-lite']:.1f} s."]
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
