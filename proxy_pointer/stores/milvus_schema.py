@@ -32,31 +32,40 @@ def _schema(client: Any, fields: list[tuple[str, Any, dict[str, Any]]]) -> Any:
     return schema
 
 
-def ensure_blobs(c: MilvusConnection, name: str) -> None:
-    """A side collection of string parts (blobs, generations, the lease), if missing."""
+def _ensure_side(c: MilvusConnection, name: str, fields: list[tuple[str, Any, dict[str, Any]]]
+                 ) -> None:
+    """A collection of plain rows (Milvus wants a vector field: a 2-d zero one), if missing."""
     from pymilvus import DataType
 
     client = c.client()
     if c.call("listing collections", client.has_collection, name):
         return
-    schema = _schema(client, [
-        ("pk", DataType.VARCHAR, {"is_primary": True, "max_length": 8192}),
-        ("key", DataType.VARCHAR, {"max_length": 8192}),
-        ("part", DataType.INT64, {}),
-        ("first_line", DataType.INT64, {}),
-        ("segment", DataType.VARCHAR, {"max_length": 64}),
-        ("data", DataType.VARCHAR, {"max_length": _VARCHAR}),
-        ("_", DataType.FLOAT_VECTOR, {"dim": 2}),
-    ])
+    schema = _schema(client, [*fields, ("_", DataType.FLOAT_VECTOR, {"dim": 2})])
     index = client.prepare_index_params()
     index.add_index("_", index_type="FLAT", metric_type="L2")
     c.call(f"creating {name}", client.create_collection, name, schema=schema,
            index_params=index, consistency_level="Strong")
 
 
+def ensure_blobs(c: MilvusConnection, name: str) -> None:
+    """A side collection of string parts (blobs, generations, the lease), if missing."""
+    from pymilvus import DataType
+
+    _ensure_side(c, name, [
+        ("pk", DataType.VARCHAR, {"is_primary": True, "max_length": 8192}),
+        ("key", DataType.VARCHAR, {"max_length": 8192}),
+        ("part", DataType.INT64, {}),
+        ("first_line", DataType.INT64, {}),
+        ("segment", DataType.VARCHAR, {"max_length": 64}),
+        ("data", DataType.VARCHAR, {"max_length": _VARCHAR}),
+    ])
+
+
 def ensure_collections(c: MilvusConnection, dimension: int, config: VectorIndexConfig) -> None:
     """Create the index's collections if missing; :class:`IndexMismatchError` when its
-    chunks collection holds vectors of another dimension."""
+    chunks collection holds vectors of another dimension. The vector index is FLAT (exact,
+    as the local store below 200k chunks per segment) unless ``config.kind`` asks for
+    ``"ivf"`` (IVF_FLAT) or ``"hnsw"``."""
     from pymilvus import DataType, Function, FunctionType
 
     client = c.client()
@@ -90,7 +99,8 @@ def ensure_collections(c: MilvusConnection, dimension: int, config: VectorIndexC
                                      input_field_names=["terms"],
                                      output_field_names=["sparse"]))
         index = client.prepare_index_params()
-        kind = config.approximate_kind(config.approximate_from) if config.kind != "auto" else None
+        # "auto" and "flat" search exactly (FLAT); Milvus builds IVF or HNSW when asked.
+        kind = config.kind
         if kind == "ivf":
             index.add_index("vector", index_type="IVF_FLAT", metric_type="IP",
                             params={"nlist": config.nlist or 1024})
@@ -103,31 +113,19 @@ def ensure_collections(c: MilvusConnection, dimension: int, config: VectorIndexC
                         params={"bm25_k1": 1.5, "bm25_b": 0.75})
         c.call("creating chunks", client.create_collection, c.chunks, schema=schema,
                index_params=index, consistency_level="Strong")
-    if not c.call("listing collections", client.has_collection, c.docs):
-        schema = _schema(client, [
-            ("pk", DataType.VARCHAR, {"is_primary": True, "max_length": 8300}),
-            ("segment", DataType.VARCHAR, {"max_length": 64}),
-            ("doc_id", DataType.VARCHAR, {"max_length": 8192}),
-            ("sha256", DataType.VARCHAR, {"max_length": 64}),
-            ("row_lo", DataType.INT64, {}), ("row_hi", DataType.INT64, {}),
-            ("_", DataType.FLOAT_VECTOR, {"dim": 2}),
-        ])
-        index = client.prepare_index_params()
-        index.add_index("_", index_type="FLAT", metric_type="L2")
-        c.call("creating docs", client.create_collection, c.docs, schema=schema,
-               index_params=index, consistency_level="Strong")
-    if not c.call("listing collections", client.has_collection, c.terms):
-        schema = _schema(client, [
-            ("pk", DataType.VARCHAR, {"is_primary": True, "max_length": 1100}),
-            ("segment", DataType.VARCHAR, {"max_length": 64}),
-            ("term", DataType.VARCHAR, {"max_length": 1024}),
-            ("df", DataType.INT64, {}),
-            ("_", DataType.FLOAT_VECTOR, {"dim": 2}),
-        ])
-        index = client.prepare_index_params()
-        index.add_index("_", index_type="FLAT", metric_type="L2")
-        c.call("creating terms", client.create_collection, c.terms, schema=schema,
-               index_params=index, consistency_level="Strong")
+    _ensure_side(c, c.docs, [
+        ("pk", DataType.VARCHAR, {"is_primary": True, "max_length": 8300}),
+        ("segment", DataType.VARCHAR, {"max_length": 64}),
+        ("doc_id", DataType.VARCHAR, {"max_length": 8192}),
+        ("sha256", DataType.VARCHAR, {"max_length": 64}),
+        ("row_lo", DataType.INT64, {}), ("row_hi", DataType.INT64, {}),
+    ])
+    _ensure_side(c, c.terms, [
+        ("pk", DataType.VARCHAR, {"is_primary": True, "max_length": 1100}),
+        ("segment", DataType.VARCHAR, {"max_length": 64}),
+        ("term", DataType.VARCHAR, {"max_length": 1024}),
+        ("df", DataType.INT64, {}),
+    ])
     ensure_blobs(c, c.blobs)
 
 

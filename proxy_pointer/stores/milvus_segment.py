@@ -406,11 +406,20 @@ class MilvusVectors:
                          data=[np.asarray(query, np.float32).reshape(-1).tolist()],
                          anns_field="vector", limit=min(k, 16_384),
                          filter=seg.search_filter(rows, exclude), output_fields=["row"],
-                         search_params={"metric_type": "IP"})[0]
+                         search_params=self._params())[0]
         found = [(int(h.entity.get("row")), float(h.distance)) for h in hits]
         found.sort(key=lambda t: (-t[1], t[0]))
         return (np.asarray([s for _, s in found], np.float32),
                 np.asarray([r for r, _ in found], np.int64))
+
+
+    def _params(self) -> dict[str, Any]:
+        cfg = self.config
+        if cfg.kind == "ivf":
+            return {"metric_type": "IP", "params": {"nprobe": cfg.nprobe}}
+        if cfg.kind == "hnsw":
+            return {"metric_type": "IP", "params": {"ef": cfg.ef_search}}
+        return {"metric_type": "IP"}
 
 
 class MilvusLexical:
