@@ -95,7 +95,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="seconds to wait for another writer (default: fail at once)")
     i.add_argument("--workers", type=int, default=None,
                    help="processes parsing files while embedding runs (default: up to 4, "
-                        "one per core; 0: parse in this process)")
+                        "one per core; 0: parse in this process); with --executor ray: "
+                        "Ray actors (default: one per cluster CPU)")
+    i.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="parse and embed here (default) or on Ray actors (RAY_ADDRESS names "
+                        "a cluster; else a local Ray; needs proxy-pointer[ray])")
     i.add_argument("--batch-mb", type=float, default=None,
                    help="megabytes of text read, parsed and embedded per batch (default 2)")
     i.add_argument("--quiet", action="store_true")
@@ -181,6 +185,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         recover_headings=args.recover_headings, lock_timeout=args.lock_timeout,
         root=args.root, include=tuple(args.include or DEFAULT_INCLUDE),
         exclude=tuple(args.exclude), prune=args.prune, progress=bar, workers=args.workers,
+        executor=args.executor,
         batch_bytes=DEFAULT_BATCH_BYTES if args.batch_mb is None else int(args.batch_mb * 1e6),
     )
     if bar is not None:

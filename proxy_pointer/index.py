@@ -175,12 +175,12 @@ class Index:
               include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
               progress: Callable[[IngestProgress], None] | None = None,
               batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
-              **kwargs: Any) -> Index:
+              executor: str = "local", **kwargs: Any) -> Index:
         """Index the files under ``paths`` (see :func:`~.documents.discover` and
         :meth:`update`); other keywords go to the constructor."""
         idx = cls(**kwargs)
         idx.update(paths, root=root, include=include, exclude=exclude, progress=progress,
-                   batch_bytes=batch_bytes, workers=workers)
+                   batch_bytes=batch_bytes, workers=workers, executor=executor)
         return idx
 
     @classmethod
@@ -432,8 +432,8 @@ class Index:
     def update(self, paths: Iterable[str | os.PathLike[str]], *, root: str | None = None,
                include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
                prune: bool = False, progress: Callable[[IngestProgress], None] | None = None,
-               batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None
-               ) -> UpdateReport:
+               batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
+               executor: str = "local") -> UpdateReport:
         """Bring the index up to date with the files under ``paths``.
 
         New files are added, changed ones re-chunked (only changed chunks re-embedded),
@@ -445,7 +445,9 @@ class Index:
         Files stream through in batches of about ``batch_bytes`` of text, parsed by
         ``workers`` processes while this one embeds (see :func:`~.ingest.ingest`; ``None``
         picks a count from the CPUs, ``0`` parses here). ``progress`` is called with an
-        :class:`~.ingest.IngestProgress` as the work advances.
+        :class:`~.ingest.IngestProgress` as the work advances. ``executor="ray"`` parses and
+        embeds on Ray actors instead (:mod:`~.distributed`; ``workers`` actors), with the
+        same result; anything else but ``"local"`` raises :class:`ConfigError`.
         """
         t0 = time.perf_counter()
         found = discover(paths, root=root, include=include, exclude=exclude)
@@ -455,13 +457,13 @@ class Index:
             remove = [d for d in self._segments.doc_ids() if d not in present]
         report = self._apply([Source(s.doc_id, str(s.path)) for s in found], remove=remove,
                              progress=progress, batch_bytes=batch_bytes, workers=workers,
-                             started=t0)
+                             started=t0, executor=executor)
         return dataclasses.replace(report, seconds=time.perf_counter() - t0)
 
     def _apply(self, sources: list[Source], *, remove: Sequence[str],
                progress: Callable[[IngestProgress], None] | None = None,
                batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
-               started: float | None = None) -> UpdateReport:
+               started: float | None = None, executor: str = "local") -> UpdateReport:
         """Chunk and embed ``sources``, drop ``remove``; commit only if all succeed."""
         rechunk = self._chunker_version != CHUNKER_VERSION
         stored = self._segments.sha256s()
@@ -477,7 +479,7 @@ class Index:
             recover_headings=self.recover_headings, encoding=self.encoding,
             noise_llm=self.noise_llm, stored_sha256={} if rechunk else stored,
             stored_vectors=self._stored_vectors, batch_bytes=batch_bytes, workers=workers,
-            progress=progress, started=started,
+            progress=progress, started=started, executor=executor,
         )
         timings = {**run.timings, "index": 0.0}
         staged = run.staged

@@ -5,7 +5,9 @@
 parsed (tree, chunks, per-line token counts) and its new chunk texts embedded before the
 next one is read, so a folder of thousands of files never holds all its raw texts or all
 its texts to embed at once. With a worker pool, parsing batch ``i + 1`` (pure Python, CPU
-bound) runs in other processes while this one embeds batch ``i``.
+bound) runs in other processes while this one embeds batch ``i``. With ``executor="ray"``
+(:mod:`.distributed`), Ray actors parse and embed whole batches, several at a time; reading,
+the SHA-256 checks and staging stay here, so the result is the same as a local run's.
 
 Only what the index will keep is staged (record, stored text, chunks, vectors); nothing is
 committed here: the caller swaps the staged documents in once every batch has succeeded.
@@ -25,6 +27,7 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
+    "EXECUTORS",
     "IngestProgress",
     "IngestResult",
     "ParsedDocument",
@@ -55,6 +59,7 @@ __all__ = [
     "UpdateReport",
     "default_workers",
     "duplicate_pairs",
+    "embed_checked",
     "ingest",
     "parse_document",
 ]
@@ -67,6 +72,8 @@ DEFAULT_BATCH_BYTES = 2_000_000
 DEFAULT_BATCH_FILES = 512
 # Texts per embedder call: the same steps Index used before batching.
 _EMBED_STEP = 256
+#: Where ingestion runs: in this process (with its parsing pool), or on Ray actors.
+EXECUTORS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -247,6 +254,17 @@ def default_workers() -> int:
     return 0 if cpus < 2 else min(4, cpus)
 
 
+def embed_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """``embedder``'s float32 vectors of ``texts``; raises
+    :class:`~proxy_pointer.errors.ConfigError` when their shape is wrong."""
+    vecs = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
+    expected = (len(texts), embedder.dimension)
+    if vecs.shape != expected:
+        raise ConfigError(f"embedder {embedder.model_id} returned shape {vecs.shape}, "
+                          f"expected {expected}")
+    return vecs
+
+
 def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig,
            recover_headings: bool = False, encoding: str = "utf-8",
            noise_llm: TextGenerator | None = None,
@@ -254,7 +272,7 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
            stored_vectors: Callable[[str], Iterable[tuple[str, np.ndarray]]] | None = None,
            batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
            progress: Callable[[IngestProgress], None] | None = None,
-           started: float | None = None) -> IngestResult:
+           started: float | None = None, executor: str = "local") -> IngestResult:
     """Read, parse and embed ``sources`` batch by batch; returns what to commit.
 
     A document whose text hashes to its ``stored_sha256`` entry is unchanged and not parsed.
@@ -268,20 +286,29 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
     LLM (the client object stays in this process). ``progress`` gets an
     :class:`IngestProgress` after every embedder call and at the end of every batch.
 
-    Raises :class:`~proxy_pointer.errors.ConfigError` for a bad argument or an embedder
-    returning vectors of the wrong shape; errors of the embedder propagate unchanged.
-    Unreadable files are reported in ``IngestResult.skipped``, not raised.
+    ``executor="ray"`` parses and embeds on Ray actors (``workers`` of them; ``None`` or
+    ``0``: one per CPU of the cluster), see :mod:`.distributed`: same staged documents,
+    chunks and counts, vectors equal up to float noise; ``progress`` then comes per batch.
+
+    Raises :class:`~proxy_pointer.errors.ConfigError` for a bad argument, an embedder
+    returning vectors of the wrong shape, or ``"ray"`` without Ray installed (or with an
+    index-time LLM); errors of the embedder propagate unchanged. Unreadable files are
+    reported in ``IngestResult.skipped``, not raised.
     """
     if not isinstance(batch_bytes, int) or batch_bytes < 1:
         raise ConfigError(f"batch_bytes must be a positive integer, got {batch_bytes!r}")
     if workers is not None and (not isinstance(workers, int) or workers < 0):
         raise ConfigError(f"workers must be an integer >= 0, got {workers!r}")
+    if executor not in EXECUTORS:
+        raise ConfigError(f"executor must be 'local' or 'ray', got {executor!r}")
     run = _Run(embedder, config, recover_headings, encoding, noise_llm,
                stored_sha256 or {}, stored_vectors, progress,
                time.perf_counter() if started is None else started)
     batches = _plan(sources, batch_bytes)
     run.total_docs = len(sources)
     run.total_bytes = sum(size for batch in batches for _, size in batch)
+    if executor == "ray":
+        return _ingest_on_ray(run, sources, batch_bytes, workers)
     n = default_workers() if workers is None else workers
     if n == 0 or len(batches) < 2 or config.noise.use_llm or config.summaries:
         pool: ProcessPoolExecutor | None = None
@@ -299,6 +326,49 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+    return run.result
+
+
+def _ingest_on_ray(run: _Run, sources: Sequence[Source], batch_bytes: int,
+                   workers: int | None) -> IngestResult:
+    """Batches read here, parsed and embedded by Ray actors (a bounded number in flight),
+    staged here in order."""
+    if run.config.noise.use_llm or run.config.summaries:
+        raise ConfigError("executor='ray' cannot use an index-time LLM (noise_llm); "
+                          "use executor='local'")
+    from .distributed import RayWorkers
+
+    pool = RayWorkers(run.embedder, run.config, run.recover_headings, workers)
+    # A batch is an actor's unit of work: at least four per actor, so that all of them
+    # work, and evenly, however small the update.
+    batches = _plan(sources, max(1, min(batch_bytes, run.total_bytes // (4 * pool.size))))
+    # Batch -> (read documents, their stored vectors, the batch's counts, the actor's result)
+    flight: deque[tuple[list[_Pending], list[tuple[str, np.ndarray]], int, int, object]]
+    flight = deque()
+    try:
+        run.report()
+        for i in range(len(batches) + 1):
+            if i < len(batches):
+                pending = run.read(batches[i], None)
+                stored = [pair for src, *_ in pending if run.stored_vectors is not None
+                          for pair in run.stored_vectors(src.doc_id)]
+                handle = pool.submit([(text, src.doc_id, src.source_path, src.kind, digest)
+                                      for src, text, digest, _ in pending],
+                                     skip=frozenset(text for text, _ in stored))
+                flight.append((pending, stored, len(batches[i]),
+                               sum(size for _, size in batches[i]), handle))
+            while flight and (i == len(batches) or len(flight) > pool.window):
+                pending, stored, n_docs, size, handle = flight.popleft()
+                t = time.perf_counter()
+                done = pool.result(handle)
+                run.result.timings["waiting"] += time.perf_counter() - t
+                run.result.timings["embedding"] += done.embed_seconds
+                run.known.update((text, vec) for text, vec in stored
+                                 if text not in run.known)
+                run.finish(pending, n_docs, size,
+                           remote=(done.parsed, dict(zip(done.texts, done.vectors, strict=True))))
+    finally:
+        pool.close()
     return run.result
 
 
@@ -392,13 +462,20 @@ class _Run:
             self.result.skipped.append(f"{path}: {e.strerror or e}")
         return None
 
-    def finish(self, pending: list[_Pending], n_docs: int, batch_size: int) -> None:
+    def finish(self, pending: list[_Pending], n_docs: int, batch_size: int,
+               remote: tuple[list[ParsedDocument], dict[str, np.ndarray]] | None = None
+               ) -> None:
         """Collect a batch's parses, embed its new texts, stage its documents; ``n_docs``
-        and ``batch_size``: the whole batch's documents and bytes, for progress."""
+        and ``batch_size``: the whole batch's documents and bytes, for progress.
+
+        ``remote``: the batch parsed elsewhere, with vectors of (at least) its texts not
+        known here; the caller has already added the stored vectors to ``known``."""
         timings = self.result.timings
         parsed: list[tuple[str, ParsedDocument]] = []
-        for src, text, digest, fut in pending:
-            if fut is None:
+        for i, (src, text, digest, fut) in enumerate(pending):
+            if remote is not None:
+                p = remote[0][i]
+            elif fut is None:
                 p = parse_document(text, src.doc_id, src.source_path, src.kind, self.config,
                                    self.recover_headings, digest=digest,
                                    noise_llm=self.noise_llm)
@@ -409,12 +486,16 @@ class _Run:
             timings["tree"] += p.tree_seconds
             timings["chunking"] += p.chunk_seconds
             parsed.append((text, p))
-            if self.stored_vectors is not None:
+            if self.stored_vectors is not None and remote is None:
                 for embed_text, vec in self.stored_vectors(src.doc_id):
                     self.known.setdefault(embed_text, vec)
         todo = sorted({c.embed_text for _, p in parsed for c in p.chunks
                        if c.embed_text not in self.known and c.embed_text not in self.fresh})
         t = time.perf_counter()
+        if remote is not None:
+            self.fresh.update((text, remote[1][text]) for text in todo)
+            self.result.embedded += len(todo)
+            todo = []
         for start in range(0, len(todo), _EMBED_STEP):
             step = todo[start:start + _EMBED_STEP]
             self.fresh.update(zip(step, self._embed(step), strict=True))
@@ -443,12 +524,7 @@ class _Run:
         return self.fresh[text] if vec is None else vec
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        vecs = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
-        expected = (len(texts), self.embedder.dimension)
-        if vecs.shape != expected:
-            raise ConfigError(f"embedder {self.embedder.model_id} returned shape {vecs.shape}, "
-                              f"expected {expected}")
-        return vecs
+        return embed_checked(self.embedder, texts)
 
 
 # --- the parsing pool ---------------------------------------------------------------------

@@ -38,7 +38,7 @@ LAYERS = [
     {"noise", "blocks", "chunking", "segmentation", "summaries"},
     {"lexical", "vectors", "_gemini", "embeddings", "llm"},
     {"stores"},
-    {"ingest"},
+    {"ingest", "distributed"},
     {"index"},
     {"derived", "ranking", "rerank"},
     {"packing"},

@@ -254,6 +254,11 @@ class OnnxEmbedder:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        threads = os.environ.get("OMP_NUM_THREADS", "")
+        if threads.isdigit() and int(threads) > 0:
+            # Bounded like PyTorch: several of these on one machine (Ray actors, one per
+            # core) must not each start a thread per core.
+            options.intra_op_num_threads = int(threads)
         path = self.model_file()
         try:
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

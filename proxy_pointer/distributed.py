@@ -1,0 +1,198 @@
+"""Ingestion on Ray: actors that parse and embed whole batches, for ``executor="ray"``.
+
+:func:`~proxy_pointer.ingest.ingest` keeps reading, the SHA-256 checks (unchanged documents
+are skipped exactly as in a local run), vector reuse and staging in the driver; it hands each
+batch of changed documents (about 2 MB of text) to :class:`RayWorkers`. An actor runs
+:func:`~proxy_pointer.ingest.parse_document` on every document of the batch and embeds the
+batch's distinct chunk texts, except those the driver already holds vectors for (the stored
+chunks of re-parsed documents). The embedder is rebuilt once per actor from its ``model_id``
+(:func:`~proxy_pointer.embeddings.embedder_from_id`; a :class:`CachedEmbedder` is rebuilt
+around the same cache folder, which on one machine is the same SQLite file), or, for an
+embedder no id describes, unpickled from a copy; the model loads once per actor, not per batch.
+
+Each actor takes one CPU and runs its model on one thread (``OMP_NUM_THREADS``, which ONNX
+Runtime and PyTorch follow): with one actor per core, more threads only oversubscribe the
+cores (measured: two actors with ONNX Runtime's default threads took 1.8x as long).
+
+Ray is an optional dependency (``pip install 'proxy-pointer[ray]'``), imported when used.
+``RAY_ADDRESS`` names a running cluster to join (its nodes need proxy-pointer installed);
+without it a local Ray is started with one CPU per usable core and no dashboard.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .chunking import ChunkConfig
+from .embeddings import CachedEmbedder, Embedder, embedder_from_id
+from .errors import ConfigError, ProxyPointerError
+from .ingest import ParsedDocument, embed_checked, parse_document
+
+__all__ = ["RAY_HINT", "RayWorkers", "RemoteBatch", "start_ray"]
+
+RAY_HINT = "executor='ray' needs Ray: pip install 'proxy-pointer[ray]'"
+# Texts per embedder call on an actor, as in a local run.
+_EMBED_STEP = 256
+# A document to parse: (text, doc_id, source_path, kind, sha256).
+_Doc = tuple[str, str, str, str | None, str]
+
+
+@dataclass(frozen=True)
+class RemoteBatch:
+    """What an actor returns for one batch: the documents parsed (in the order given), the
+    texts it embedded and their vectors (row ``i`` is ``texts[i]``), and its embedding
+    seconds."""
+
+    parsed: list[ParsedDocument]
+    texts: list[str]
+    vectors: np.ndarray
+    embed_seconds: float
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(RAY_HINT) from None
+    return ray
+
+
+def start_ray() -> Any:
+    """The ``ray`` module, connected: to ``RAY_ADDRESS`` when set, else to a local Ray
+    started here (one CPU per usable core, no dashboard, quiet). A Ray that the caller
+    initialised already is used as it is. Raises :class:`ConfigError` without Ray."""
+    ray = _ray()
+    if not ray.is_initialized():
+        address = os.environ.get("RAY_ADDRESS") or None
+        options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
+        if address is None:
+            cpus = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                    else os.cpu_count() or 1)
+            options.update(num_cpus=cpus, include_dashboard=False,
+                           # Actors must import this very package, installed or not.
+                           runtime_env={"env_vars": {"PYTHONPATH": _package_root()}})
+        ray.init(address=address, **options)
+    return ray
+
+
+def _package_root() -> str:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    extra = os.environ.get("PYTHONPATH")
+    return os.pathsep.join([root, extra]) if extra else root
+
+
+def _recipe(embedder: Embedder, dumps: Callable[[Any], bytes]
+            ) -> tuple[str, bytes | None, str | None]:
+    """How an actor gets ``embedder``: ``(model_id, None, cache_dir)`` when the id rebuilds
+    it, else ``(model_id, embedder pickled by dumps, cache_dir)``; ``cache_dir`` for a
+    CachedEmbedder."""
+    cache_dir = None
+    if isinstance(embedder, CachedEmbedder):
+        cache_dir = str(embedder.cache_dir)
+        embedder = embedder.inner
+    try:
+        embedder_from_id(embedder.model_id)
+        return embedder.model_id, None, cache_dir
+    except ConfigError:
+        pass
+    try:
+        return embedder.model_id, dumps(embedder), cache_dir
+    except Exception as e:
+        raise ConfigError(
+            f"executor='ray' cannot hand embedder {embedder.model_id!r} to its workers: it is "
+            f"not a known embedder id and cannot be pickled ({e})") from None
+
+
+class _Worker:
+    """One actor: an embedder loaded once, then any number of batches."""
+
+    def __init__(self, recipe: tuple[str, bytes | None, str | None],
+                 config: ChunkConfig, recover_headings: bool, threads: int) -> None:
+        # Before any model library loads: one thread per actor (see the module docstring).
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        model_id, blob, cache_dir = recipe
+        inner: Embedder = (embedder_from_id(model_id) if blob is None else pickle.loads(blob))
+        self.embedder: Embedder = (inner if cache_dir is None
+                                   else CachedEmbedder(inner, cache_dir))
+        self.config, self.recover_headings = config, recover_headings
+
+    def run(self, docs: list[_Doc], skip: frozenset[str]) -> RemoteBatch:
+        parsed = [parse_document(text, doc_id, path, kind, self.config, self.recover_headings,
+                                 digest=digest) for text, doc_id, path, kind, digest in docs]
+        todo = sorted({c.embed_text for p in parsed for c in p.chunks} - skip)
+        t = time.perf_counter()
+        parts = [embed_checked(self.embedder, todo[i:i + _EMBED_STEP])
+                 for i in range(0, len(todo), _EMBED_STEP)]
+        vectors = (np.concatenate(parts) if parts
+                   else np.zeros((0, self.embedder.dimension), np.float32))
+        return RemoteBatch(parsed, todo, vectors, time.perf_counter() - t)
+
+
+class RayWorkers:
+    """Actors that parse and embed batches: :meth:`submit` one, :meth:`result` waits for it.
+
+    ``workers``: actors to start (``None`` or ``0``: one per CPU of the Ray cluster), one CPU
+    each (:attr:`size`). :attr:`window` is how many batches may be in flight at once (two
+    per actor, so none waits while the driver stages a result). Raises
+    :class:`ConfigError` without Ray or for an embedder the actors cannot rebuild.
+    """
+
+    def __init__(self, embedder: Embedder, config: ChunkConfig, recover_headings: bool,
+                 workers: int | None = None) -> None:
+        # cloudpickle: an embedder class defined in the caller's script travels too.
+        recipe = _recipe(embedder, _ray().cloudpickle.dumps)  # before Ray starts (slow)
+        self._ray = ray = start_ray()
+        n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        actor = ray.remote(num_cpus=1)(_Worker)
+        self._actors = [actor.remote(recipe, config, recover_headings, 1) for _ in range(n)]
+        self._load: list[list[Any]] = [[] for _ in range(n)]  # refs in flight per actor
+        self._dimension = int(embedder.dimension)
+        self.size, self.window = n, 2 * n
+
+    def submit(self, docs: list[_Doc], *, skip: frozenset[str] = frozenset()) -> Any:
+        """Start parsing and embedding ``docs`` (``(text, doc_id, source_path, kind,
+        sha256)`` each) on the least busy actor; texts in ``skip`` are not embedded.
+        Returns a handle for :meth:`result`."""
+        ray = self._ray
+        if not docs:
+            return ray.put(RemoteBatch([], [], np.zeros((0, self._dimension), np.float32), 0.0))
+        refs = [r for load in self._load for r in load]
+        finished, _ = ray.wait(refs, num_returns=len(refs), timeout=0) if refs else ([], [])
+        gone = set(finished)
+        for load in self._load:
+            load[:] = [r for r in load if r not in gone]
+        i = min(range(len(self._actors)), key=lambda k: len(self._load[k]))
+        ref = self._actors[i].run.remote(docs, skip)
+        self._load[i].append(ref)
+        return ref
+
+    def result(self, handle: Any) -> RemoteBatch:
+        """The batch's :class:`RemoteBatch`, once ready. An error on the actor is raised
+        here as it was raised there (an :class:`EmbeddingError` stays one); a lost actor
+        raises :class:`ProxyPointerError`."""
+        ray = self._ray
+        try:
+            batch: RemoteBatch = ray.get(handle)
+        except ray.exceptions.RayTaskError as e:
+            cause = e.cause
+            if isinstance(cause, BaseException):
+                raise cause from None
+            raise
+        except ray.exceptions.RayError as e:
+            raise ProxyPointerError(f"a Ray worker was lost while ingesting: {e}") from None
+        return batch
+
+    def close(self) -> None:
+        """Stop the actors (Ray itself keeps running for the next run)."""
+        for a in self._actors:
+            self._ray.kill(a)
+        self._actors = []
