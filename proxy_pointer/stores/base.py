@@ -167,6 +167,11 @@ class Store(Protocol):
         """Whether a committed generation exists."""
         ...
 
+    def generation(self) -> str:
+        """The committed generation's name ("" when none): a cheap check whether another
+        writer committed since an index was opened."""
+        ...
+
     def lock(self, *, timeout: float = 0.0) -> AbstractContextManager[None]:
         """Hold the single-writer lock; :class:`IndexLockedError` after ``timeout`` seconds."""
         ...

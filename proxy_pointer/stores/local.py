@@ -146,6 +146,10 @@ class LocalStore:
     def exists(self) -> bool:
         return current_generation(self.directory) is not None
 
+    def generation(self) -> str:
+        gen = current_generation(self.directory)
+        return gen.name if gen is not None else ""
+
     def lock(self, *, timeout: float = 0.0) -> contextlib.AbstractContextManager[None]:
         return write_lock(self.directory, timeout=timeout)
 

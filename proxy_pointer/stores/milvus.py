@@ -140,6 +140,9 @@ class MilvusStore:
     def exists(self) -> bool:
         return self._current() is not None
 
+    def generation(self) -> str:
+        return self._current() or ""
+
     def _read_generation(self, gen: str) -> dict[str, Any]:
         c = self.conn
         parts = sorted(c.scan(gen, "part >= 0", ["part", "data"]), key=lambda r: r["part"])
