@@ -44,7 +44,8 @@ LAYERS = [
     {"packing"},
     {"retrieval"},
     {"synthesis"},
-    {"cli", "langchain", "__init__"},
+    {"service"},
+    {"cli", "langchain", "llama_index", "serve", "mcp_server", "__init__"},
 ]
 #: The deliberate exceptions: Index.retrieve / Index.ask are facades that import the
 #: retrieval and synthesis layers when called, never at import time.
