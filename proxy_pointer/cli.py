@@ -113,6 +113,26 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--per-doc", action="store_true",
                    help="batch: search only each question's doc_id")
 
+    s = sub.add_parser("serve", help="serve the index over HTTP (FastAPI; docs at /docs)")
+    s.add_argument("--index", default=defaults.INDEX_DIR,
+                   help="index directory, or milvus:URI[#NAME] for Milvus "
+                   "(default: %(default)s)")
+    s.add_argument("--milvus-token", default=None, metavar="TOKEN",
+                   help="token of a Milvus server (default: $MILVUS_TOKEN)")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default %(default)s, this machine only)")
+    s.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
+    s.add_argument("--llm", default=None,
+                   help="LLM for POST /ask, as for ask (default $PROXY_POINTER_LLM or gemini; "
+                        "none: /ask answers 503)")
+    s.add_argument("--llm-base-url", default=None,
+                   help="base URL of an OpenAI-compatible server (Ollama, vLLM, ...)")
+    s.add_argument("--docs-root", default=None, metavar="DIR",
+                   help="folder POST /index may read server-side paths from (doc ids "
+                        "relative to it); POST /index needs $PROXY_POINTER_TOKEN set")
+    s.add_argument("--log-level", default="info",
+                   choices=["critical", "error", "warning", "info", "debug"])
+
     a = sub.add_parser("ask", help="retrieve sections and synthesize a cited answer")
     a.add_argument("question")
     _add_retrieval_options(a)
@@ -338,6 +358,31 @@ def _resolve_doc(idx: Index, doc_id: str) -> str:
     return doc_id
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import importlib.util
+    import os
+
+    if any(importlib.util.find_spec(m) is None for m in ("fastapi", "uvicorn")):
+        raise ConfigError("the HTTP server needs FastAPI and uvicorn: "
+                          "pip install 'proxy-pointer[serve]'")
+    from .llm import make_llm
+    from .serve import TOKEN_ENV, run
+    from .service import Service
+    from .stores import open_store
+
+    llm = make_llm(args.llm, base_url=args.llm_base_url)
+    service = Service(open_store(args.index, token=args.milvus_token), llm=llm)
+    token = os.environ.get(TOKEN_ENV) or None
+    health = service.health()
+    print(f"proxy-pointer: serving {args.index} ({health['documents']} documents, "
+          f"{health['chunks']} chunks) at http://{args.host}:{args.port} (API docs: /docs); "
+          f"/ask: {llm.model_id if llm is not None else 'off (no LLM)'}; POST /index: "
+          f"{'on' if token else f'off (set {TOKEN_ENV})'}", file=sys.stderr)
+    run(service, host=args.host, port=args.port, token=token or "", docs_root=args.docs_root,
+        log_level=args.log_level)
+    return 0
+
+
 def _cmd_ask(args: argparse.Namespace) -> int:
     from .llm import make_llm
     from .synthesis import ENABLE_SYNTHESIS_HINT, synthesize
@@ -362,7 +407,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"tree": _cmd_tree, "index": _cmd_index, "query": _cmd_query, "ask": _cmd_ask}
+_COMMANDS = {"tree": _cmd_tree, "index": _cmd_index, "query": _cmd_query,
+             "serve": _cmd_serve, "ask": _cmd_ask}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

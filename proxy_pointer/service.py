@@ -13,10 +13,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .documents import discover
 from .errors import ConfigError, ProxyPointerError
 from .index import Index, update_directory
 from .retrieval import RetrievalConfig
@@ -71,11 +74,16 @@ class Service:
         self._checked = time.monotonic()
         self._lock = threading.Lock()  # reloads
         self._write = threading.Lock()  # updates through this service, one at a time
+        self._pinned = threading.local()  # the generation a request in this thread reads
 
     # --- the index ----------------------------------------------------------------------
     @property
     def index(self) -> Index:
-        """The newest committed generation (checked at most every ``refresh_seconds``)."""
+        """The newest committed generation (checked at most every ``refresh_seconds``), or
+        the one this thread pinned (:meth:`pinned`)."""
+        pinned: Index | None = getattr(self._pinned, "index", None)
+        if pinned is not None:
+            return pinned
         now = time.monotonic()
         if now - self._checked >= self.refresh_seconds:
             with self._lock:
@@ -84,6 +92,24 @@ class Service:
                     if self.store.generation() != self._index.generation:
                         self._index = Index.load(self.store, embedder=self._embedder)
         return self._index
+
+    @contextmanager
+    def pinned(self) -> Iterator[Index]:
+        """Within the block, every call from this thread reads one generation (the one
+        yielded), so a request's payload, its doc-id checks and the generation it reports
+        agree even when an update commits meanwhile. Nests (the outer pin holds)."""
+        outer: Index | None = getattr(self._pinned, "index", None)
+        self._pinned.index = idx = outer if outer is not None else self.index
+        try:
+            yield idx
+        finally:
+            self._pinned.index = outer
+
+    def health(self) -> dict[str, Any]:
+        """``generation``, ``documents``, ``chunks`` and ``embedder`` of the index served."""
+        idx = self.index
+        return {"generation": idx.generation, "documents": len(idx),
+                "chunks": len(idx.chunks), "embedder": idx.embedder.model_id}
 
     # --- requests -----------------------------------------------------------------------
     def config(self, *, budget: int | None = None, k: int | None = None,
@@ -187,6 +213,71 @@ class Service:
                 "skipped": list(report.skipped), "chunks": report.chunks,
                 "embedded": report.embedded, "seconds": round(report.seconds, 3)}
 
+    def add_documents(self, paths: Sequence[str] = (), texts: Sequence[tuple[str, str]] = (),
+                      *, root: str | os.PathLike[str] | None = None, prune: bool = False,
+                      lock_timeout: float = 30.0) -> dict[str, Any]:
+        """Add or update the files under ``paths`` and the ``(doc_id, text)`` pairs of
+        ``texts`` in one atomic commit (under the store's writer lock); returns
+        :meth:`update`'s report plus the committed ``generation``.
+
+        With ``root``, file doc ids are relative to it and every path (relative ones are
+        taken from ``root``) and every file found must lie inside it, symbolic links
+        resolved; :class:`ConfigError` otherwise. ``prune`` removes every document that is
+        neither under ``paths`` nor in ``texts``. Raises :class:`ConfigError` for an unsafe
+        or duplicate doc id, :class:`~proxy_pointer.errors.DocumentError` for a missing
+        path, :class:`~proxy_pointer.errors.IndexLockedError` when another writer holds
+        the store longer than ``lock_timeout`` seconds.
+        """
+        files = self._inside(paths, root)
+        names = [doc_id for doc_id, _ in texts]
+        for doc_id in names:
+            _check_doc_id(doc_id)
+        found = {s.doc_id for s in discover(files, root=root)} if files else set()
+        clash = sorted((found & set(names)) | {d for d in names if names.count(d) > 1})
+        if clash:
+            raise ConfigError(f"doc ids given twice: {', '.join(clash)}")
+        t0 = time.perf_counter()
+        with self._write, self.store.lock(timeout=lock_timeout):
+            idx = Index.load(self.store, embedder=self._embedder)
+            before, version = set(idx.documents), idx.version
+            # Parse here (workers=0): forking a process whose other threads are serving
+            # requests could copy a lock one of them holds.
+            report = idx.update(files, root=None if root is None else os.fspath(root),
+                                workers=0)
+            added, updated = list(report.added), list(report.updated)
+            unchanged = len(report.unchanged)
+            for doc_id, text in texts:
+                if not idx.add_text(doc_id, text, source_path=f"inline:{doc_id}"):
+                    unchanged += 1
+                else:
+                    (updated if doc_id in before else added).append(doc_id)
+            removed = idx.remove([d for d in before if d not in found and d not in names]
+                                 ) if prune else []
+            generation = idx.save_locked(self.store) if idx.version != version else (
+                idx.generation)
+            self._checked = 0.0  # pick the new generation up on the next request
+        return {"added": sorted(added), "updated": sorted(updated), "unchanged": unchanged,
+                "removed": sorted(removed), "skipped": list(report.skipped),
+                "chunks": len(idx.chunks), "embedded": report.embedded,
+                "seconds": round(time.perf_counter() - t0, 3), "generation": generation}
+
+    @staticmethod
+    def _inside(paths: Sequence[str], root: str | os.PathLike[str] | None) -> list[str]:
+        """``paths`` (relative ones from ``root``), refused when one leads out of it."""
+        if root is None:
+            return [os.fspath(p) for p in paths]
+        base = Path(root).resolve()
+        out = []
+        for p in paths:
+            path = base / p
+            if not path.resolve().is_relative_to(base):
+                raise ConfigError(f"{p}: outside the documents folder")
+            out.append(str(path))
+        for s in discover(out, root=base) if out else []:
+            if not s.path.resolve().is_relative_to(base):
+                raise ConfigError(f"{s.doc_id}: links outside the documents folder")
+        return out
+
     def _doc_key(self, doc_id: str) -> str:
         """The indexed id for ``doc_id``, also without its ``.md`` suffix;
         :class:`NotFoundError` for an unknown one."""
@@ -197,3 +288,13 @@ class Service:
             if key in docs:
                 return key
         raise NotFoundError(f"no document {doc_id!r} in {self.store.location}")
+
+
+def _check_doc_id(doc_id: str) -> None:
+    """A doc id for text sent inline: a relative ``/``-separated path without ``.``/``..``
+    parts or control characters (ids are shown in refs, prompts and URLs)."""
+    parts = doc_id.split("/") if isinstance(doc_id, str) else [""]
+    if (not doc_id or len(doc_id) > 512 or any(p in ("", ".", "..") for p in parts)
+            or "#" in doc_id or any(ord(c) < 32 for c in doc_id)):
+        raise ConfigError(f"bad doc id {doc_id!r}: use a relative path like 'notes/a.md' "
+                          "(no '#', '.' or '..' parts, at most 512 characters)")

@@ -1,0 +1,323 @@
+"""The HTTP API: a :class:`~proxy_pointer.service.Service` behind FastAPI.
+
+    proxy-pointer serve --index .proxy_pointer            # then open http://127.0.0.1:8000/docs
+
+or, from Python, ``uvicorn.run(create_app(Service("idx")))``. The model and the index load
+once; endpoints are plain functions run in the server's thread pool, so requests are served
+concurrently, also while ``POST /index`` commits an update. Each request reads one committed
+generation from start to end (:meth:`Service.pinned`) and names it in the
+``X-Index-Generation`` header of every response.
+
+Errors are JSON ``{"error": message}``: 400 a bad request, 401 a missing or wrong token,
+403 updates switched off, 404 an unknown document, section or route, 413 a body over
+``Limits.max_body_bytes``, 422 a body that fails validation, 502 the LLM or embedding backend
+failed, 503 no LLM configured (``/ask``) or the index busy, 500 anything unexpected (logged,
+never a traceback). ``POST /index`` needs ``Authorization: Bearer <token>`` where the token is
+``create_app(token=...)`` or ``$PROXY_POINTER_TOKEN``; without one the endpoint is off.
+
+Needs the ``serve`` extra: ``pip install 'proxy-pointer[serve]'``.
+"""
+
+import hmac
+import importlib
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from .errors import (
+    ConfigError,
+    DocumentError,
+    EmbeddingError,
+    IndexLockedError,
+    LLMError,
+    ProxyPointerError,
+    StoreError,
+)
+from .service import NotFoundError, Service, UnavailableError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+__all__ = ["GENERATION_HEADER", "TOKEN_ENV", "create_app", "run"]
+
+#: The environment variable holding the bearer token that enables ``POST /index``.
+TOKEN_ENV = "PROXY_POINTER_TOKEN"
+#: The response header naming the index generation a request read.
+GENERATION_HEADER = "X-Index-Generation"
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+def _require(module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ConfigError(f"the HTTP server needs {module}: "
+                          "pip install 'proxy-pointer[serve]'") from None
+
+
+def _status(exc: ProxyPointerError) -> int:
+    """The HTTP status of a library error."""
+    if isinstance(exc, NotFoundError):
+        return 404
+    if isinstance(exc, ConfigError | DocumentError):
+        return 400
+    if isinstance(exc, UnavailableError | IndexLockedError | StoreError):
+        return 503
+    if isinstance(exc, LLMError | EmbeddingError):
+        return 502
+    return 500
+
+
+def _describe(errors: Any) -> str:
+    """Pydantic's validation errors as one readable line."""
+    parts = []
+    for e in list(errors)[:5]:
+        where = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
+        ctx = e.get("ctx") or {}
+        detail = f" ({ctx['error']})" if isinstance(ctx.get("error"), str) else ""
+        parts.append(f"{where}: {e.get('msg', 'invalid')}{detail}")
+    return "; ".join(parts) or "invalid request"
+
+
+async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class _Guard:
+    """The outermost layer: the body size limit (413 before any parsing, also for chunked
+    bodies), the generation header on every response, and a JSON 500 for an unexpected
+    exception."""
+
+    def __init__(self, app: Any, *, max_body: int,
+                 generation: Callable[[], Awaitable[str]]) -> None:
+        self.app, self.max_body, self.generation = app, max_body, generation
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        started = False
+        too_large = {"error": f"the request body is over {self.max_body} bytes"}
+
+        async def send_with_generation(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                gen = state.get("generation")
+                if gen is None:  # a request that read no index (docs, errors before it)
+                    gen = await self.generation()
+                headers = [*message.get("headers", []),
+                           (GENERATION_HEADER.lower().encode(), gen.encode())]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        length = dict(scope.get("headers", [])).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            await _send_json(send_with_generation, 413, too_large)
+            return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body:
+                    from starlette.exceptions import HTTPException
+
+                    # FastAPI re-raises an HTTPException met while reading the body.
+                    raise HTTPException(413, too_large["error"])
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send_with_generation)
+        except Exception:
+            log.exception("unexpected error serving %s %s", scope.get("method"),
+                          scope.get("path"))
+            if started:
+                raise
+            await _send_json(send_with_generation, 500,
+                             {"error": "internal server error (logged on the server)"})
+
+
+def create_app(service: Service, *, token: str | None = None,
+               docs_root: str | os.PathLike[str] | None = None) -> "FastAPI":
+    """A FastAPI app serving ``service``; interactive docs at ``/docs``.
+
+    ``token`` enables ``POST /index`` for requests bearing it (``None``: the value of
+    ``$PROXY_POINTER_TOKEN``; empty or unset: updates are off). ``docs_root`` is the folder
+    ``POST /index`` may read server-side ``paths`` from (doc ids are relative to it); without
+    it only inline ``documents`` are accepted. Raises :class:`ConfigError` when FastAPI is
+    not installed or ``docs_root`` is not a folder.
+    """
+    _require("fastapi")
+    from fastapi import Depends, FastAPI, Query, Request
+    from fastapi import Path as PathParam
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+    from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+    from pydantic import BaseModel, ConfigDict, Field, model_validator
+    from starlette.concurrency import run_in_threadpool
+    from starlette.exceptions import HTTPException
+
+    from . import __version__
+
+    lim = service.limits
+    secret = os.environ.get(TOKEN_ENV, "") if token is None else token
+    root = None
+    if docs_root is not None:
+        root = Path(docs_root).resolve()
+        if not root.is_dir():
+            raise ConfigError(f"--docs-root {docs_root}: not a folder")
+
+    class QueryRequest(BaseModel):
+        """A question and optional retrieval settings (defaults: the library's)."""
+
+        model_config = ConfigDict(extra="forbid")
+        question: str = Field(min_length=1, max_length=lim.max_question_chars)
+        budget: int | None = Field(None, ge=1, le=lim.max_budget,
+                                   description="context token budget")
+        k: int | None = Field(None, ge=1, le=lim.max_k, description="sections to keep")
+        doc_ids: list[str] | None = Field(None, max_length=lim.max_doc_ids,
+                                          description="search only these documents")
+        path_prefix: str | None = Field(None, max_length=1_000,
+                                        description='only under this breadcrumb, e.g. "Chapter 2"')
+        mode: Literal["chunks", "collapsed", "traverse"] | None = None
+
+    class InlineDocument(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        doc_id: str = Field(min_length=1, max_length=512, description="e.g. notes/a.md")
+        text: str
+
+    class IndexRequest(BaseModel):
+        """Files under the server's documents folder and/or documents sent inline, indexed
+        in one atomic commit. ``prune`` removes every other document."""
+
+        model_config = ConfigDict(extra="forbid")
+        paths: list[str] = Field(default_factory=list, max_length=1_000,
+                                 description="files or folders, relative to --docs-root")
+        documents: list[InlineDocument] = Field(default_factory=list, max_length=1_000)
+        prune: bool = False
+
+        @model_validator(mode="after")
+        def _needs_work(self) -> "IndexRequest":
+            if not (self.paths or self.documents or self.prune):
+                raise ValueError("give paths and/or documents to index")
+            return self
+
+    app = FastAPI(title="proxy-pointer", version=__version__,
+                  description="Structural RAG: whole sections by pointer. Every response "
+                  f"names the index generation it read in `{GENERATION_HEADER}`.")
+
+    async def current_generation() -> str:
+        return await run_in_threadpool(lambda: service.index.generation)
+
+    app.add_middleware(_Guard, max_body=lim.max_body_bytes, generation=current_generation)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"error": _describe(exc.errors())}, 422)
+
+    @app.exception_handler(ProxyPointerError)
+    async def library_error(request: Request, exc: ProxyPointerError) -> JSONResponse:
+        status = _status(exc)
+        if status in (500, 502):  # the server's or a backend's fault, not the request's
+            log.warning("%s %s: %s", request.method, request.url.path, exc)
+        headers = {"Retry-After": "5"} if isinstance(exc, IndexLockedError) else None
+        return JSONResponse({"error": str(exc)}, status, headers=headers)
+
+    def pinned(request: Request, work: Callable[[], Any]) -> Any:
+        with service.pinned() as idx:
+            request.state.generation = idx.generation
+            return work()
+
+    bearer = HTTPBearer(auto_error=False)
+
+    def authorized(credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                          Depends(bearer)]) -> None:
+        if not secret:
+            raise HTTPException(403, f"updates are off: start the server with {TOKEN_ENV} "
+                                "set to enable POST /index")
+        given = credentials.credentials if credentials is not None else ""
+        if not hmac.compare_digest(given.encode(), secret.encode()):
+            raise HTTPException(401, "POST /index needs a valid 'Authorization: Bearer' token",
+                                headers={"WWW-Authenticate": "Bearer"})
+
+    @app.post("/query", summary="Sections for a question, with pointers")
+    def query(body: QueryRequest, request: Request) -> dict[str, Any]:
+        """The CLI's ``query --json``: ``contexts`` are sections, each with its ``ref``
+        (``doc_id#node_id``) to open with ``/sections``."""
+        options = body.model_dump(exclude_none=True, exclude={"question"})
+        return pinned(request, lambda: service.query(body.question, **options))
+
+    @app.post("/ask", summary="An answer with checked citations (needs an LLM)")
+    def ask(body: QueryRequest, request: Request) -> dict[str, Any]:
+        options = body.model_dump(exclude_none=True, exclude={"question"})
+        return pinned(request, lambda: service.ask(body.question, **options))
+
+    @app.get("/documents", summary="Every indexed document")
+    def documents(request: Request) -> dict[str, Any]:
+        return pinned(request, lambda: {"documents": service.documents()})
+
+    @app.get("/documents/{doc_id:path}/tree", summary="A document's outline (no text)")
+    def outline(request: Request, doc_id: Annotated[str, PathParam(
+            description="e.g. reports/2024.md")]) -> dict[str, Any]:
+        return pinned(request, lambda: service.outline(doc_id))
+
+    @app.get("/sections/{doc_id:path}/{node_id}", summary="A section's text by pointer")
+    def section(request: Request, doc_id: str, node_id: str) -> dict[str, Any]:
+        return pinned(request, lambda: service.section(doc_id, node_id))
+
+    @app.get("/sections", summary="A section's text by ref (doc_id#node_id)")
+    def section_by_ref(request: Request, ref: Annotated[str, Query(
+            max_length=2_000, description="doc_id#node_id")]) -> dict[str, Any]:
+        return pinned(request, lambda: service.section_by_ref(ref))
+
+    @app.get("/healthz", summary="Liveness and the generation served")
+    def healthz(request: Request) -> dict[str, Any]:
+        return pinned(request, lambda: {"status": "ok", **service.health()})
+
+    @app.post("/index", summary="Add or update documents (bearer token)",
+              dependencies=[Depends(authorized)])
+    def index(body: IndexRequest, request: Request) -> dict[str, Any]:
+        """Index ``paths`` (under the server's ``--docs-root``) and inline ``documents`` in
+        one atomic commit; queries keep being answered from the previous generation until
+        it is committed."""
+        if body.paths and root is None:
+            raise HTTPException(400, "server-side paths are off: start the server with "
+                                "--docs-root DIR, or send the text in 'documents'")
+        report = service.add_documents(body.paths, [(d.doc_id, d.text) for d in body.documents],
+                                       root=root, prune=body.prune)
+        request.state.generation = report["generation"]
+        return report
+
+    return app
+
+
+def run(service: Service, *, host: str = "127.0.0.1", port: int = 8000,
+        token: str | None = None, docs_root: str | os.PathLike[str] | None = None,
+        log_level: str = "info") -> None:
+    """Serve :func:`create_app` with uvicorn until interrupted (one process: the model and
+    index are loaded once and shared by the thread pool)."""
+    uvicorn = _require("uvicorn")
+    app = create_app(service, token=token, docs_root=docs_root)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
