@@ -215,7 +215,7 @@ def create_app(service: Service, *, token: str | None = None,
 
         @model_validator(mode="after")
         def _needs_work(self) -> "IndexRequest":
-            if not (self.paths or self.documents or self.prune):
+            if not (self.paths or self.documents):  # {"prune": true} alone would empty it
                 raise ValueError("give paths and/or documents to index")
             return self
 
