@@ -1,4 +1,4 @@
-"""Command-line front end: ``proxy-pointer tree | index | query | ask``.
+"""Command-line front end: ``proxy-pointer tree | index | query | ask | serve | mcp``.
 
 Nothing here but argument parsing and printing; every error the library raises becomes one
 readable line on stderr and exit status 1 (2 for usage errors, 130 for Ctrl-C).
@@ -142,6 +142,18 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--llm-base-url", default=None,
                    help="base URL of an OpenAI-compatible server (Ollama, vLLM, ...)")
     a.add_argument("--json", action="store_true")
+
+    m = sub.add_parser("mcp", help="serve the index to agents over the Model Context Protocol")
+    m.add_argument("--index", default=defaults.INDEX_DIR,
+                   help="index directory, or milvus:URI[#NAME] for Milvus "
+                   "(default: %(default)s)")
+    m.add_argument("--milvus-token", default=None, metavar="TOKEN",
+                   help="token of a Milvus server (default: $MILVUS_TOKEN)")
+    m.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                   help="stdio (spawned by the client, the default) or streamable HTTP")
+    m.add_argument("--host", default="127.0.0.1", help="http: address to bind (default "
+                   "%(default)s, this machine only)")
+    m.add_argument("--port", type=int, default=8765, help="http: port (default %(default)s)")
     return ap
 
 
@@ -407,8 +419,23 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        raise ConfigError("the MCP server needs the MCP SDK: pip install 'proxy-pointer[mcp]'")
+    from .mcp_server import serve
+
+    if args.transport == "http":
+        print(f"proxy-pointer: MCP over streamable HTTP at http://{args.host}:{args.port}/mcp",
+              file=sys.stderr)
+    serve(args.index, transport=args.transport, host=args.host, port=args.port,
+          token=args.milvus_token)
+    return 0
+
+
 _COMMANDS = {"tree": _cmd_tree, "index": _cmd_index, "query": _cmd_query,
-             "serve": _cmd_serve, "ask": _cmd_ask}
+             "serve": _cmd_serve, "ask": _cmd_ask, "mcp": _cmd_mcp}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

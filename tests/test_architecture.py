@@ -110,6 +110,10 @@ def test_every_module_all_resolves_and_exports_no_private_name() -> None:
         parts = [p for p in rel.parts if p != "__init__"]
         if parts == ["langchain"]:
             pytest.importorskip("langchain_core")
+        if parts == ["llama_index"]:
+            pytest.importorskip("llama_index.core")
+        if parts == ["mcp_server"]:
+            pytest.importorskip("mcp")
         module = importlib.import_module(".".join(["proxy_pointer", *parts]))
         for name in getattr(module, "__all__", []):
             assert hasattr(module, name), f"{module.__name__}.__all__ names missing {name}"

@@ -1,0 +1,176 @@
+"""MCP server: an index's sections as tools an agent calls (Model Context Protocol).
+
+Needs the official MCP SDK (``pip install 'proxy-pointer[mcp]'``; mcp 1.x and 2.x both
+work). Four tools over one :class:`~proxy_pointer.service.Service`, so the answers are the
+HTTP API's payloads:
+
+- ``search``: the sections that answer a question within a token budget, each with its
+  ``ref`` (``doc_id#node_id``), breadcrumb ``path``, 1-based inclusive lines and text;
+- ``get_section``: a whole section by its ``ref`` (the pointer a search hit carries);
+- ``outline``: a document's heading tree, to read the structure around a hit;
+- ``list_documents``: what the index holds.
+
+A bad argument or an unknown document or section comes back as a tool error (``isError``)
+carrying the library's message, never a traceback. The index and its embedding model load
+once, when the server starts. Run it with ``proxy-pointer mcp --index DIR``: over stdio (what
+desktop clients spawn; stdout carries only the protocol) or ``--transport http`` (streamable
+HTTP at ``http://127.0.0.1:8765/mcp``).
+
+>>> server = build_server(Service(".proxy-pointer-index"))  # doctest: +SKIP
+>>> server.run()                                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from functools import partial
+from typing import Annotated, Any, Literal, get_type_hints
+
+try:
+    import anyio
+    from mcp.types import ToolAnnotations
+    from pydantic import Field
+
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+    except ImportError:  # mcp 1.x names it FastMCP
+        from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[attr-defined,no-redef]
+        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[import-not-found,no-redef]
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "proxy_pointer.mcp_server needs the MCP SDK: pip install 'proxy-pointer[mcp]'"
+    ) from e
+
+from . import defaults
+from .errors import ProxyPointerError
+from .service import Service
+from .stores import open_store
+
+__all__ = ["build_server", "serve"]
+
+#: The streamable HTTP endpoint's defaults; loopback only unless asked otherwise.
+HOST = "127.0.0.1"
+PORT = 8765
+
+_INSTRUCTIONS = """\
+Search a proxy-pointer index of Markdown documents. `search` returns whole sections (not
+fragments) that answer a question, each with a `ref` (doc_id#node_id), its breadcrumb
+`path` of headings and its 1-based `start_line`-`end_line`. Cite sections by ref. To read
+more: `get_section(ref)` for a section's full text (a hit may be trimmed to fit the
+budget), `outline(doc_id)` for the document's headings around a hit (open a parent or a
+sibling with `get_section`), `list_documents()` for what is indexed.
+"""
+
+Question = Annotated[str, Field(description="What to look for, in natural language.")]
+Budget = Annotated[int | None, Field(
+    description="Most tokens of section text to return, all sections together "
+                f"(default {defaults.BUDGET}).", ge=1)]
+K = Annotated[int | None, Field(description=f"Most sections to return (default {defaults.K}).",
+                                ge=1)]
+DocIds = Annotated[list[str] | None, Field(
+    description="Search only these documents (doc_id as list_documents gives it).")]
+Ref = Annotated[str, Field(
+    description="A section pointer doc_id#node_id, as search or outline gives it.")]
+DocId = Annotated[str, Field(description="A document id, as list_documents gives it.")]
+
+
+def build_server(service: Service, *, name: str = "proxy-pointer",
+                 host: str = HOST, port: int = PORT,
+                 log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+                 ) -> MCPServer:
+    """An MCP server whose four tools answer from ``service``.
+
+    ``host``/``port`` matter only for streamable HTTP (mcp 1.x reads them here, 2.x when
+    run). Raises nothing itself; tool errors are reported to the client.
+    """
+    settings: dict[str, Any] = {"log_level": log_level}
+    if MCPServer.__name__ == "FastMCP":  # mcp 1.x: transport settings in the constructor
+        settings.update(host=host, port=port)
+    server = MCPServer(name, instructions=_INSTRUCTIONS, **settings)
+    limits = service.limits
+    # Every tool only reads the index: clients may run them without asking the user.
+    # (By the wire names: mcp 1.x and 2.x name the Python fields differently.)
+    reads = ToolAnnotations.model_validate(
+        {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False})
+
+    async def search(question: Question, budget: Budget = None, k: K = None,
+                     doc_ids: DocIds = None) -> dict[str, Any]:
+        return await _call(service.query, question, budget=budget, k=k, doc_ids=doc_ids)
+
+    async def get_section(ref: Ref) -> dict[str, Any]:
+        return await _call(service.section_by_ref, ref)
+
+    async def outline(doc_id: DocId) -> dict[str, Any]:
+        return await _call(service.outline, doc_id)
+
+    async def list_documents() -> dict[str, Any]:
+        return {"documents": await _call(service.documents)}
+
+    for tool in (search, get_section, outline, list_documents):
+        # mcp 1.x reads the annotations unevaluated; hand it the types, not their names
+        tool.__annotations__ = get_type_hints(tool, include_extras=True)
+    server.add_tool(search, name="search", annotations=reads, description=(
+        "Find the sections of the indexed documents that answer a question. Returns "
+        "`contexts`: whole sections in rank order, each with `ref` (doc_id#node_id, the "
+        "pointer get_section opens), `path` (breadcrumb of headings), `title`, 1-based "
+        "inclusive `start_line`/`end_line`, `text`, `score`, `tokens` and `trimmed` (true "
+        "when only a window of a long section fit: open it whole with get_section); also "
+        f"`tokens_used` and `budget`. budget: 1..{limits.max_budget} tokens, k: "
+        f"1..{limits.max_k} sections."))
+    server.add_tool(get_section, name="get_section", annotations=reads, description=(
+        "Read one whole section by its ref (doc_id#node_id from search or outline): its "
+        "full text with subsections, `title`, breadcrumb `path` and 1-based inclusive "
+        "`start_line`/`end_line`."))
+    server.add_tool(outline, name="outline", annotations=reads, description=(
+        "A document's heading tree without text: `nodes` in reading order, each with "
+        "`ref`, `node_id`, `title`, `level`, `parent_id` and 1-based inclusive "
+        "`start_line`/`end_line`. Use it to see what surrounds a search hit, then open "
+        "neighbouring sections with get_section."))
+    server.add_tool(list_documents, name="list_documents", annotations=reads, description=(
+        "The indexed documents: `documents`, each with `doc_id`, `title`, `kind`, `size` "
+        "(bytes) and `n_chunks`."))
+    return server
+
+
+async def _call(fn: Callable[..., Any], *args: Any, **options: Any) -> Any:
+    """``fn`` in a worker thread (retrieval is CPU-bound and must not stall the event loop),
+    the library's errors turned into tool errors the client reads."""
+    options = {k: v for k, v in options.items() if v is not None}
+    try:
+        return await anyio.to_thread.run_sync(partial(fn, *args, **options))
+    except ProxyPointerError as e:
+        raise ToolError(str(e)) from None
+
+
+def serve(location: str | os.PathLike[str], *, transport: Literal["stdio", "http"] = "stdio",
+          host: str = HOST, port: int = PORT, token: str | None = None) -> None:
+    """Load the index at ``location`` (a directory or ``milvus:URI[#NAME]``; ``token`` for a
+    Milvus server) and serve it until the client goes away (stdio) or Ctrl-C (http).
+
+    Raises :class:`~proxy_pointer.errors.ProxyPointerError` when the index cannot be opened.
+    """
+    # Loading may print (model downloads, library notices); over stdio, stdout is the
+    # protocol's, so anything said while loading goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        service = Service(open_store(location, token=token))
+        service.index.embedder.embed_query("warm up")  # the model loads now, not mid-request
+    server = build_server(service, host=host, port=port)
+    if transport == "stdio":
+        anyio.run(server.run_stdio_async)
+    else:
+        anyio.run(partial(_serve_http, server, host, port))
+
+
+async def _serve_http(server: MCPServer, host: str, port: int) -> None:
+    import uvicorn
+
+    if MCPServer.__name__ == "FastMCP":  # mcp 1.x took host and port in the constructor
+        app = server.streamable_http_app()
+    else:
+        app = server.streamable_http_app(host=host)  # host: DNS-rebinding protection
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
