@@ -282,10 +282,13 @@ class OnnxEmbedder:
             return out
         with self._lock:
             self._load()
-            order = np.argsort([-len(t) for t in items], kind="stable")
-            for start in range(0, len(items), self.batch_size):
-                rows = order[start:start + self.batch_size]
-                out[rows] = self._run([items[i] for i in rows])
+        # No lock around the runs (an ONNX Runtime session and the tokenizer are safe to
+        # call from several threads): a server's queries are not held behind a long
+        # document batch that an update embeds meanwhile.
+        order = np.argsort([-len(t) for t in items], kind="stable")
+        for start in range(0, len(items), self.batch_size):
+            rows = order[start:start + self.batch_size]
+            out[rows] = self._run([items[i] for i in rows])
         return normalize_rows(out)
 
     def _run(self, batch: list[str]) -> np.ndarray:
