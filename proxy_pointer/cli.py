@@ -25,12 +25,16 @@ from .errors import ConfigError, DocumentError, ProxyPointerError
 __all__ = ["main"]
 
 
-def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
+def _add_index_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", default=defaults.INDEX_DIR,
                    help="index directory, or milvus:URI[#NAME] for Milvus "
                    "(default: %(default)s)")
     p.add_argument("--milvus-token", default=None, metavar="TOKEN",
                    help="token of a Milvus server (default: $MILVUS_TOKEN)")
+
+
+def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
+    _add_index_option(p)
     p.add_argument("--budget", type=int, default=defaults.BUDGET,
                    help="context token budget (default %(default)s)")
     p.add_argument("--k", type=int, default=defaults.K,
@@ -71,11 +75,7 @@ def _parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("index", help="index files and folders (incremental)")
     i.add_argument("paths", nargs="+")
-    i.add_argument("--index", default=defaults.INDEX_DIR,
-                   help="index directory, or milvus:URI[#NAME] for Milvus "
-                   "(default: %(default)s)")
-    i.add_argument("--milvus-token", default=None, metavar="TOKEN",
-                   help="token of a Milvus server (default: $MILVUS_TOKEN)")
+    _add_index_option(i)
     i.add_argument("--root", default=None, help="doc ids are paths relative to this folder")
     i.add_argument("--include", action="append", default=None, metavar="GLOB")
     i.add_argument("--exclude", action="append", default=[], metavar="GLOB")
@@ -114,11 +114,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="batch: search only each question's doc_id")
 
     s = sub.add_parser("serve", help="serve the index over HTTP (FastAPI; docs at /docs)")
-    s.add_argument("--index", default=defaults.INDEX_DIR,
-                   help="index directory, or milvus:URI[#NAME] for Milvus "
-                   "(default: %(default)s)")
-    s.add_argument("--milvus-token", default=None, metavar="TOKEN",
-                   help="token of a Milvus server (default: $MILVUS_TOKEN)")
+    _add_index_option(s)
     s.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default %(default)s, this machine only)")
     s.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
@@ -144,11 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true")
 
     m = sub.add_parser("mcp", help="serve the index to agents over the Model Context Protocol")
-    m.add_argument("--index", default=defaults.INDEX_DIR,
-                   help="index directory, or milvus:URI[#NAME] for Milvus "
-                   "(default: %(default)s)")
-    m.add_argument("--milvus-token", default=None, metavar="TOKEN",
-                   help="token of a Milvus server (default: $MILVUS_TOKEN)")
+    _add_index_option(m)
     m.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                    help="stdio (spawned by the client, the default) or streamable HTTP")
     m.add_argument("--host", default="127.0.0.1", help="http: address to bind (default "
