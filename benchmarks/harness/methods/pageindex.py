@@ -147,7 +147,10 @@ class PageIndexMethod:
         prompt_tokens = count_tokens_batch([c["prompt"] for c in calls])
         reply_tokens = count_tokens_batch([c["reply"] for c in calls])
         per = {"index": [0, 0, 0], "query": [0, 0, 0]}
+        calls_by_doc = dict.fromkeys(result["docs"], 0)
         for c, pt, rt in zip(calls, prompt_tokens, reply_tokens, strict=True):
+            if c["phase"] == "index" and c["key"] in calls_by_doc:
+                calls_by_doc[c["key"]] += 1
             if c["phase"] in per:
                 acc = per[c["phase"]]
                 acc[0] += 1
@@ -168,6 +171,8 @@ class PageIndexMethod:
             "pageindex_version": result.get("pageindex_version"),
             "venv": str(VENV),
             "index_llm_calls_per_doc": per["index"][0] / n_docs,
+            "index_llm_calls_by_doc": calls_by_doc,
+            "doc_seconds": {d: e["seconds"] for d, e in result["docs"].items()},
             "index_llm_in_tokens_per_doc": per["index"][1] / n_docs,
             "query_llm_calls": per["query"][0] / n_q,
             "query_llm_in_tokens": per["query"][1] / n_q,
