@@ -207,8 +207,12 @@ def _md_pageindex(pi: dict[str, Any], meta: dict[str, Any]) -> str:
         f"{json.dumps(latency)}. "
         f"Whole run: {pi['wall_seconds']:.0f} s wall (includes the virtualenv check). "
         f"Errors: {extra.get('doc_errors')} documents, {extra.get('query_errors')} queries.",
-        "", "## The harness's report", "", pi["report_md"],
     ]
+    if extra.get("query_errors"):
+        lines += ["", "Every failed tree search was refused at once with HTTP 400: the tree's "
+                  "summaries, each run on to the context's end by the base model, make a prompt "
+                  "longer than the server's context, and PageIndex does not retry a 400."]
+    lines += ["", "## The harness's report", "", pi["report_md"]]
     return "\n".join(lines) + "\n"
 
 
