@@ -15,9 +15,7 @@ Writes ``benchmarks/results/milvus-latency.{json,md}``.
 
 from __future__ import annotations
 
-import argparse
 import json
-import random
 import sys
 import tempfile
 import time
@@ -27,7 +25,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_query import _DocsCachedQueriesLive, _pct  # noqa: E402
+from bench_query import (  # noqa: E402
+    _DocsCachedQueriesLive,
+    _pct,
+    corpus_args,
+    corpus_questions,
+)
 
 from proxy_pointer import Index  # noqa: E402
 from proxy_pointer.embeddings import CachedEmbedder, SentenceTransformerEmbedder  # noqa: E402
@@ -52,23 +55,12 @@ def _measure(idx: Index, questions: list[str]) -> dict[str, dict[str, float]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "data" / "qasper-dev"))
-    ap.add_argument("--cache-dir", default=str(ROOT / "benchmarks" / ".work" / "cache"),
-                    help="embedding cache folder")
-    ap.add_argument("--questions", type=int, default=892)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "milvus-latency"))
-    args = ap.parse_args()
-    ds = Path(args.dataset)
-    if not (ds / "docs").is_dir():
-        print(f"{ds}: no dataset here (needs docs/ and questions.jsonl)", file=sys.stderr)
-        return 2
+    args = corpus_args(__doc__, questions=892, out="milvus-latency")
+    ds = args.dataset
     live = SentenceTransformerEmbedder()
     emb = _DocsCachedQueriesLive(CachedEmbedder(live, args.cache_dir), live)
     built = Index.build([ds / "docs"], embedder=emb)
-    questions = [json.loads(line)["question"] for line in open(ds / "questions.jsonl")]
-    random.Random(0).shuffle(questions)
-    questions = questions[: args.questions]
+    questions = corpus_questions(ds, args.questions)
     live.embed_query("warm up the model")
     tmp = Path(tempfile.mkdtemp(prefix="pp-milvus-bench-"))
     stores = {"local": str(tmp / "local"), "milvus-lite": f"milvus:{tmp / 'milvus.db'}"}

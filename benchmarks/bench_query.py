@@ -53,27 +53,38 @@ def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values) * 1000.0, q))
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def corpus_args(doc: str, *, questions: int, out: str) -> argparse.Namespace:
+    """The options of a whole-corpus latency benchmark (dataset, embedding cache, question
+    count, output stem); exits with status 2 when the dataset folder is not there."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "data" / "qasper-dev"))
     ap.add_argument("--cache-dir", default=str(ROOT / "benchmarks" / ".work" / "cache"),
                     help="embedding cache folder")
-    ap.add_argument("--questions", type=int, default=300)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "query-latency"))
+    ap.add_argument("--questions", type=int, default=questions)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / out))
     args = ap.parse_args()
-    ds = Path(args.dataset)
-    if not (ds / "docs").is_dir():
-        print(f"{ds}: no dataset here (needs docs/ and questions.jsonl)", file=sys.stderr)
-        return 2
+    args.dataset = Path(args.dataset)
+    if not (args.dataset / "docs").is_dir():
+        sys.exit(f"{args.dataset}: no dataset here (needs docs/ and questions.jsonl)")
+    return args
+
+
+def corpus_questions(ds: Path, n: int) -> list[str]:
+    """``n`` of the dataset's questions in a fixed shuffled order."""
+    questions = [json.loads(line)["question"] for line in open(ds / "questions.jsonl")]
+    random.Random(0).shuffle(questions)
+    return questions[:n]
+
+
+def main() -> int:
+    args = corpus_args(__doc__, questions=300, out="query-latency")
+    ds = args.dataset
     live = SentenceTransformerEmbedder()
-    emb = _DocsCachedQueriesLive(CachedEmbedder(live, args.cache_dir),
-                                 live)
+    emb = _DocsCachedQueriesLive(CachedEmbedder(live, args.cache_dir), live)
     t0 = time.perf_counter()
     idx = Index.build([ds / "docs"], embedder=emb)
     build_s = time.perf_counter() - t0
-    questions = [json.loads(line)["question"] for line in open(ds / "questions.jsonl")]
-    random.Random(0).shuffle(questions)
-    questions = questions[: args.questions]
+    questions = corpus_questions(ds, args.questions)
     live.embed_query("warm up the model")
     rows = {}
     modes = (("default (chunks, evidence packing)", {}),
