@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import proxy_pointer.stores.local as local_store
+import proxy_pointer.stores.segments as segments_module
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import (
     ConfigError,
@@ -101,8 +102,8 @@ def test_layout_and_generations(saved: Path, docs: Path, monkeypatch) -> None:
 
 def test_small_segments_are_merged_and_big_ones_kept(saved: Path, docs: Path,
                                                      monkeypatch) -> None:
-    monkeypatch.setattr(local_store, "MAX_SMALL_SEGMENTS", 2)
-    monkeypatch.setattr(local_store, "SMALL_SHARE", 0.5)  # the sample documents are tiny
+    monkeypatch.setattr(segments_module, "MAX_SMALL_SEGMENTS", 2)
+    monkeypatch.setattr(segments_module, "SMALL_SHARE", 0.5)  # the sample documents are tiny
     [first] = _segments(saved)
     base = Index.load(saved)
     for i in range(3):

@@ -15,12 +15,13 @@ Layout of an index directory::
 A generation is a small manifest naming immutable segments (:mod:`.segments`). A save
 writes only what changed: new documents become a new segment, replaced and removed ones
 are listed as deleted in the manifest, and small segments are merged once there are more
-than :data:`MAX_SMALL_SEGMENTS` of them (or a segment is mostly deleted). New files are
-written and flushed first; then the manifest; then ``CURRENT`` is swapped with an atomic
-``os.replace``. A crash at any point leaves the previous generation committed and
-loadable; the next writer collects what the dead one left. Files of superseded
-generations are kept while the generation is the previous one or was superseded less than
-:data:`GRACE_SECONDS` ago, so a reader that opened it keeps a consistent view.
+than :data:`~.segments.MAX_SMALL_SEGMENTS` of them (or a segment is mostly deleted; the
+policy every store shares, :func:`~.segments.plan_write`). New files are written and
+flushed first; then the manifest; then ``CURRENT`` is swapped with an atomic ``os.replace``.
+A crash at any point leaves the previous generation committed and loadable; the next
+writer collects what the dead one left. Files of superseded generations are kept while the
+generation is the previous one or was superseded less than :data:`GRACE_SECONDS` ago, so a
+reader that opened it keeps a consistent view.
 """
 
 from __future__ import annotations
@@ -34,22 +35,18 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..errors import IndexCorruptError, IndexLockedError, IndexMismatchError
 from .base import SCHEMA_VERSION, Manifest, OpenedIndex
 from .disk import DiskSegment, fsync_path, write_segment
-from .segments import DocumentParts, MemorySegment, Segment, SegmentSet
+from .segments import DocumentParts, MemorySegment, SegmentSet, plan_write
 
-__all__ = ["GRACE_SECONDS", "MAX_SMALL_SEGMENTS", "SMALL_SHARE", "LocalStore", "current_generation",
+__all__ = ["GRACE_SECONDS", "LocalStore", "current_generation",
            "index_size_bytes", "write_lock"]
 
 _CURRENT = "CURRENT"
 _SEGMENTS, _SOURCES = "segments", "sources"
-#: A segment is *small* below this share of the index's live rows; small segments are
-#: merged into one once there would be more than :data:`MAX_SMALL_SEGMENTS` of them.
-SMALL_SHARE = 1 / 16
-MAX_SMALL_SEGMENTS = 8
 #: Seconds a superseded generation's files are kept for readers that still use it.
 GRACE_SECONDS = 600.0
 
@@ -248,30 +245,21 @@ class LocalStore:
 
         listed: list[tuple[str, list[str]]] = []
         merge: list[DocumentParts] = []
-        total = max(segments.n_rows, 1)
-        plan: list[_Planned] = []
-        for seg, deleted in segments.slots:
-            if set(seg.sha256s()) <= set(deleted):
-                continue  # every document in it was replaced or removed
-            dead = sum(len(seg.doc_rows(d)) for d in deleted)
-            ours = isinstance(seg, DiskSegment) and seg.folder.parent == seg_dir
-            plan.append(_Planned(seg, deleted, seg.n_rows - dead, dead, ours))
-        small = [p for p in plan if p.ours and p.live < total * SMALL_SHARE]
-        fresh = any(not p.ours for p in plan)  # a new segment is about to be written
-        merge_small = len(small) + fresh > MAX_SMALL_SEGMENTS
-        for seg, deleted, live, dead, ours in plan:
+        for planned in plan_write(segments, lambda s: isinstance(s, DiskSegment)
+                                  and s.folder.parent == seg_dir):
+            seg = planned.segment
             fits = (isinstance(seg, DiskSegment) and seg.approximate
                     == manifest.vector_index.approximate_kind(seg.n_rows))
-            if (ours and fits and not (merge_small and live < total * SMALL_SHARE)
-                    and dead * 2 <= seg.n_rows):
-                listed.append((seg.name, sorted(deleted)))
-            elif isinstance(seg, DiskSegment) and not ours and fits and not deleted:
+            if planned.keep and fits:
+                listed.append((seg.name, sorted(planned.deleted)))
+            elif (isinstance(seg, DiskSegment) and not planned.ours and fits
+                  and not planned.deleted):
                 name = f"seg-{next_seg:06d}"
                 next_seg += 1
                 self._adopt(seg, seg_dir / name)
                 listed.append((name, []))
             else:
-                merge.extend(seg.parts(d) for d in seg.sha256s() if d not in deleted)
+                merge.extend(planned.live_parts())
         if merge:
             merge.sort(key=lambda p: p.record.doc_id)
             for p in merge:
@@ -377,16 +365,6 @@ class LocalStore:
                 p.unlink(missing_ok=True)
         for p in directory.glob(".tmp-gen-*"):
             shutil.rmtree(p, ignore_errors=True)
-
-
-class _Planned(NamedTuple):
-    """A segment of the generation being written, and what a save does with it."""
-
-    segment: Segment
-    deleted: frozenset[str]
-    live: int
-    dead: int
-    ours: bool  # already a segment of this directory
 
 
 def _same_order(seg: MemorySegment, merge: list[DocumentParts]) -> bool:

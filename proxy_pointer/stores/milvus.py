@@ -65,14 +65,12 @@ from .milvus_segment import (
     quote,
     segment_number,
 )
-from .segments import DocumentParts, SegmentSet
+from .segments import DocumentParts, SegmentSet, plan_write
 
 __all__ = ["GRACE_SECONDS", "MilvusStore", "parse_location"]
 
 #: Seconds a superseded generation (and what only it uses) is kept for its readers.
 GRACE_SECONDS = 600.0
-MAX_SMALL_SEGMENTS = 8
-SMALL_SHARE = 1 / 16
 _PART_BYTES = 60_000
 _VARCHAR = 65_535
 _INSERT_ROWS = 500
@@ -255,30 +253,21 @@ class MilvusStore:
         dim = manifest.embedder.dimension
         ensure_collections(c, dim, manifest.vector_index)
         previous = self._current()
-        prev_raw = self._read_generation(previous) if previous else {}
-        listed_before = _segment_list(prev_raw, self.location) if previous else []
-        known = [segment_number(n) for n, _, _ in listed_before]
         gen_no = max([int(g.rsplit("_", 1)[1]) for g in self._generations()] + [0]) + 1
-        next_seg = max([*known, self._max_segment()]) + 1
+        # Every segment a generation lists has document rows, so the highest one found
+        # there is past every listed segment (and past a dead writer's, whose rows the
+        # new segment's write clears if it left chunks without documents).
+        next_seg = self._max_segment() + 1
 
         listed: list[tuple[str, int, list[str]]] = []
         merge: list[DocumentParts] = []
-        total = max(segments.n_rows, 1)
-        plan = []
-        for seg, deleted in segments.slots:
-            if set(seg.sha256s()) <= set(deleted):
-                continue
-            dead = sum(len(seg.doc_rows(d)) for d in deleted)
-            ours = isinstance(seg, MilvusSegment) and seg.conn.location == c.location
-            plan.append((seg, deleted, seg.n_rows - dead, dead, ours))
-        small = [p for p in plan if p[4] and p[2] < total * SMALL_SHARE]
-        merge_small = len(small) + any(not p[4] for p in plan) > MAX_SMALL_SEGMENTS
-        for seg, deleted, live, dead, ours in plan:
-            if (ours and not (merge_small and live < total * SMALL_SHARE)
-                    and dead * 2 <= seg.n_rows):
-                listed.append((seg.name, seg.n_rows, sorted(deleted)))
+        for planned in plan_write(segments, lambda s: isinstance(s, MilvusSegment)
+                                  and s.conn.location == c.location):
+            seg = planned.segment
+            if planned.keep:
+                listed.append((seg.name, seg.n_rows, sorted(planned.deleted)))
             else:
-                merge.extend(seg.parts(d) for d in seg.sha256s() if d not in deleted)
+                merge.extend(planned.live_parts())
         if merge:
             merge.sort(key=lambda p: p.record.doc_id)
             name = f"seg-{next_seg:06d}"

@@ -17,9 +17,9 @@ so a small new segment ranks like the rest of the index.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -30,14 +30,23 @@ from ..vectors import VectorIndex, VectorIndexConfig, VectorSearch
 from .base import DocumentRecord
 
 __all__ = [
+    "MAX_SMALL_SEGMENTS",
+    "SMALL_SHARE",
     "DocumentParts",
     "FusedSearch",
     "MemorySegment",
+    "PlannedSegment",
     "Pointer",
     "Segment",
     "SegmentSet",
     "chunk_crumbs",
+    "plan_write",
 ]
+
+#: A segment is *small* below this share of the index's live rows; a store merges its small
+#: segments into one once there would be more than :data:`MAX_SMALL_SEGMENTS` of them.
+SMALL_SHARE = 1 / 16
+MAX_SMALL_SEGMENTS = 8
 
 #: ``(doc_id, node_id, start_char, start_line, end_line)``: where a chunk row points.
 Pointer = tuple[str, str | None, int, int, int]
@@ -470,3 +479,40 @@ class SegmentSet:
                 merged.extend(zip(g.tolist(), (h[1] for h in hits), strict=True))
         merged.sort(key=lambda t: (-t[1], t[0]))
         return merged[:k]
+
+
+class PlannedSegment(NamedTuple):
+    """A segment of the generation a store is writing, and whether it may stay as it is."""
+
+    segment: Segment
+    deleted: frozenset[str]
+    live: int
+    dead: int
+    ours: bool  # already one of the store's own segments
+    keep: bool  # ours, at most half deleted, and not a small one due for merging
+
+    def live_parts(self) -> list[DocumentParts]:
+        """Its live documents whole, to be rewritten into a new segment."""
+        return [self.segment.parts(d) for d in self.segment.sha256s() if d not in self.deleted]
+
+
+def plan_write(segments: SegmentSet, ours: Callable[[Segment], bool]) -> list[PlannedSegment]:
+    """What a store's write does with each segment of ``segments``, the policy every store
+    shares: segments whose documents are all deleted are dropped; the store's own segments
+    stay unless more than half deleted or small (:data:`SMALL_SHARE`) while small ones,
+    counting the new segment about to be written, outnumber :data:`MAX_SMALL_SEGMENTS`.
+    Whatever does not stay is rewritten (:meth:`PlannedSegment.live_parts`)."""
+    total = max(segments.n_rows, 1)
+    rows = []
+    for seg, deleted in segments.slots:
+        if set(seg.sha256s()) <= set(deleted):
+            continue  # every document in it was replaced or removed
+        dead = sum(len(seg.doc_rows(d)) for d in deleted)
+        rows.append((seg, deleted, seg.n_rows - dead, dead, ours(seg)))
+    small = sum(1 for _, _, live, _, own in rows if own and live < total * SMALL_SHARE)
+    fresh = any(not own for *_, own in rows)  # a new segment is about to be written
+    merge_small = small + fresh > MAX_SMALL_SEGMENTS
+    return [PlannedSegment(seg, deleted, live, dead, own,
+                           own and not (merge_small and live < total * SMALL_SHARE)
+                           and dead * 2 <= seg.n_rows)
+            for seg, deleted, live, dead, own in rows]
