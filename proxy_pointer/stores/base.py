@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..chunking import CHUNKER_VERSION, ChunkConfig
-from ..errors import ConfigError, IndexCorruptError
+from ..errors import ConfigError, IndexCorruptError, IndexMismatchError
 from ..vectors import VectorIndexConfig
 
 if TYPE_CHECKING:
@@ -116,6 +116,22 @@ class Manifest:
             "n_documents": self.n_documents,
             "n_chunks": self.n_chunks,
         }
+
+    def check_embedder(self, location: str, *, expect_embedder: str | None = None,
+                       expect_dimension: int | None = None) -> None:
+        """:class:`IndexMismatchError` naming ``location`` when the index's vectors came
+        from another embedder or have another dimension than a reader expects."""
+        emb = self.embedder
+        if expect_embedder is not None and emb.model_id != expect_embedder:
+            raise IndexMismatchError(
+                f"{location}: index was built with embedder {emb.model_id!r}, "
+                f"but {expect_embedder!r} was requested"
+            )
+        if expect_dimension is not None and emb.dimension != expect_dimension:
+            raise IndexMismatchError(
+                f"{location}: index vectors have dimension {emb.dimension!r}, "
+                f"the embedder produces {expect_dimension}"
+            )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str) -> Manifest:

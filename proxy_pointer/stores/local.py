@@ -195,17 +195,9 @@ class LocalStore:
         :class:`IndexMismatchError` for an unknown schema or another embedder than expected.
         """
         gen, manifest, raw = self._manifest()
+        manifest.check_embedder(self.location, expect_embedder=expect_embedder,
+                                expect_dimension=expect_dimension)
         emb = manifest.embedder
-        if expect_embedder is not None and emb.model_id != expect_embedder:
-            raise IndexMismatchError(
-                f"{self.directory}: index was built with embedder {emb.model_id!r}, "
-                f"but {expect_embedder!r} was requested"
-            )
-        if expect_dimension is not None and emb.dimension != expect_dimension:
-            raise IndexMismatchError(
-                f"{self.directory}: index vectors have dimension {emb.dimension!r}, "
-                f"the embedder produces {expect_dimension}"
-            )
         slots = []
         for name, deleted in _segment_list(raw, f"{gen}/manifest.json"):
             folder = self.directory / _SEGMENTS / name

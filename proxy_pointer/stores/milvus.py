@@ -170,15 +170,9 @@ class MilvusStore:
     def open(self, *, expect_embedder: str | None = None,
              expect_dimension: int | None = None) -> OpenedIndex:
         gen, manifest, raw = self._manifest()
+        manifest.check_embedder(self.location, expect_embedder=expect_embedder,
+                                expect_dimension=expect_dimension)
         emb = manifest.embedder
-        if expect_embedder is not None and emb.model_id != expect_embedder:
-            raise IndexMismatchError(
-                f"{self.location}: index was built with embedder {emb.model_id!r}, "
-                f"but {expect_embedder!r} was requested")
-        if expect_dimension is not None and emb.dimension != expect_dimension:
-            raise IndexMismatchError(
-                f"{self.location}: index vectors have dimension {emb.dimension!r}, "
-                f"the embedder produces {expect_dimension}")
         segments = SegmentSet(
             [(MilvusSegment(self.conn, name, rows=rows, dimension=emb.dimension), deleted)
              for name, rows, deleted in _segment_list(raw, f"{self.location} {gen}")],
