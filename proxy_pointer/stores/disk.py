@@ -42,7 +42,7 @@ from ..lexical import LexicalIndex
 from ..tree import Tree, normalize_title
 from ..vectors import VectorIndex, VectorIndexConfig, build_approximate, open_approximate
 from .base import DocumentRecord
-from .segments import DocumentParts, Pointer, chunk_crumbs
+from .segments import DocumentParts, Pointer, chunk_crumbs, remember
 
 __all__ = ["DiskSegment", "fsync_path", "write_segment"]
 
@@ -253,7 +253,7 @@ class DiskSegment:
                                  title=title, n_chunks=n,
                                  line_tokens=tuple(np.frombuffer(lt, "<i4").tolist()))
             with self._cache_lock:
-                _remember(self._records, doc_id, rec, 256)
+                remember(self._records, doc_id, rec, 256)
         return rec
 
     def text(self, doc_id: str) -> str:
@@ -261,7 +261,7 @@ class DiskSegment:
         if text is None:
             text = self._source(self._doc_table()[doc_id][0])
             with self._cache_lock:
-                _remember(self._texts, doc_id, text, 64)
+                remember(self._texts, doc_id, text, 64)
         return text
 
     def _tree_json(self, doc_id: str) -> str:
@@ -405,9 +405,3 @@ class _RowReader:
     def close(self) -> None:
         os.close(self._fd)
 
-
-def _remember(cache: OrderedDict[str, Any], key: str, value: Any, size: int) -> None:
-    cache[key] = value
-    cache.move_to_end(key)
-    while len(cache) > size:
-        cache.popitem(last=False)

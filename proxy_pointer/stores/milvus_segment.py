@@ -24,7 +24,7 @@ from ..errors import ConfigError, DocumentError, IndexCorruptError, ProxyPointer
 from ..tree import Tree
 from ..vectors import VectorIndexConfig
 from .base import DocumentRecord
-from .segments import DocumentParts, Pointer
+from .segments import DocumentParts, Pointer, remember
 
 __all__ = ["DEFAULT_NAME", "MilvusConnection", "MilvusSegment", "row_key", "segment_number"]
 
@@ -237,7 +237,7 @@ class MilvusSegment:
                 raise IndexCorruptError(f"{self.conn.location}: record of {doc_id} is missing")
             rec = DocumentRecord.from_dict(json.loads(raw), source=self.conn.location)
             with self._lock:
-                _remember(self._records, doc_id, rec, 4096)
+                remember(self._records, doc_id, rec, 4096)
         return rec
 
     def text(self, doc_id: str) -> str:
@@ -459,9 +459,3 @@ class MilvusLexical:
         found.sort(key=lambda t: (-t[1], t[0]))
         return [(r, s) for r, s in found if s > 0]
 
-
-def _remember(cache: OrderedDict[str, Any], key: str, value: Any, size: int) -> None:
-    cache[key] = value
-    cache.move_to_end(key)
-    while len(cache) > size:
-        cache.popitem(last=False)

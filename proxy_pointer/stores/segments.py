@@ -17,9 +17,10 @@ so a small new segment ranks like the rest of the index.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -41,6 +42,7 @@ __all__ = [
     "SegmentSet",
     "chunk_crumbs",
     "plan_write",
+    "remember",
 ]
 
 #: A segment is *small* below this share of the index's live rows; a store merges its small
@@ -69,6 +71,14 @@ def chunk_crumbs(chunk: Chunk, doc_title: str) -> tuple[str, ...]:
     if chunk.node_id is None or (chunk.path and chunk.path[0] == doc_title):
         return tuple(chunk.path)
     return (doc_title, *chunk.path)
+
+
+def remember(cache: OrderedDict[str, Any], key: str, value: Any, size: int) -> None:
+    """Put ``value`` in a segment reader's LRU ``cache``, keeping its ``size`` newest."""
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > size:
+        cache.popitem(last=False)
 
 
 @runtime_checkable
