@@ -404,4 +404,3 @@ class _RowReader:
 
     def close(self) -> None:
         os.close(self._fd)
-

@@ -458,4 +458,3 @@ class MilvusLexical:
         found = [(int(h.entity.get("row")), abs(float(h.distance))) for h in hits]
         found.sort(key=lambda t: (-t[1], t[0]))
         return [(r, s) for r, s in found if s > 0]
-
