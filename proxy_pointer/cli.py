@@ -352,14 +352,9 @@ def _batch_query(args: argparse.Namespace) -> int:
 
 def _resolve_doc(idx: Index, doc_id: str) -> str:
     """A dataset doc id may omit the file suffix that the index's ids carry."""
-    from .documents import DOCUMENT_SUFFIXES
+    from .documents import resolve_doc_id
 
-    if doc_id in idx.documents:
-        return doc_id
-    for suffix in DOCUMENT_SUFFIXES:
-        if doc_id + suffix in idx.documents:
-            return doc_id + suffix
-    return doc_id
+    return resolve_doc_id(doc_id, idx.documents) or doc_id
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:

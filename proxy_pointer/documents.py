@@ -11,7 +11,7 @@ import codecs
 import fnmatch
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
@@ -26,6 +26,7 @@ __all__ = [
     "doc_id_for",
     "document_kind",
     "read_document",
+    "resolve_doc_id",
 ]
 
 #: File name endings indexed by default; the one list every other default derives from.
@@ -118,6 +119,19 @@ def doc_id_for(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> st
     except ValueError:
         raise DocumentError(os.fspath(path), f"is not inside the indexed folder {root}") from None
     return PurePath(rel).as_posix()
+
+
+def resolve_doc_id(doc_id: str, known: Container[str]) -> str | None:
+    """The id in ``known`` that ``doc_id`` names, also without its file suffix (a dataset's
+    or a user's "1908.05828" for the indexed "1908.05828.md"); ``None`` when none does.
+
+    >>> resolve_doc_id("reports/2022", {"reports/2022.md"})
+    'reports/2022.md'
+    """
+    for key in (doc_id, *(doc_id + suffix for suffix in DOCUMENT_SUFFIXES)):
+        if key in known:
+            return key
+    return None
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .documents import discover
+from .documents import discover, resolve_doc_id
 from .errors import ConfigError, ProxyPointerError
-from .index import Index, update_directory
+from .index import Index
 from .retrieval import RetrievalConfig
 from .stores import Store, open_store
 
@@ -200,25 +200,14 @@ class Service:
             raise ConfigError(f"a ref is doc_id#node_id, got {ref!r}")
         return self.section(doc_id, node_id)
 
-    def update(self, paths: Sequence[str], *, prune: bool = False,
-               lock_timeout: float = 30.0) -> dict[str, Any]:
-        """Index ``paths`` into the store (incremental, atomic) and serve the result;
-        returns the :class:`~proxy_pointer.ingest.UpdateReport` as data."""
-        with self._write:
-            _, report = update_directory(self.store, paths, embedder=self._embedder,
-                                         prune=prune, lock_timeout=lock_timeout)
-            self._checked = 0.0  # pick the new generation up on the next request
-        return {"added": list(report.added), "updated": list(report.updated),
-                "unchanged": len(report.unchanged), "removed": list(report.removed),
-                "skipped": list(report.skipped), "chunks": report.chunks,
-                "embedded": report.embedded, "seconds": round(report.seconds, 3)}
-
     def add_documents(self, paths: Sequence[str] = (), texts: Sequence[tuple[str, str]] = (),
                       *, root: str | os.PathLike[str] | None = None, prune: bool = False,
                       lock_timeout: float = 30.0) -> dict[str, Any]:
         """Add or update the files under ``paths`` and the ``(doc_id, text)`` pairs of
-        ``texts`` in one atomic commit (under the store's writer lock); returns
-        :meth:`update`'s report plus the committed ``generation``.
+        ``texts`` in one atomic commit (under the store's writer lock); returns the
+        :class:`~proxy_pointer.ingest.UpdateReport` as data (``added``, ``updated``,
+        ``unchanged``, ``removed``, ``skipped``, ``chunks``, ``embedded``, ``seconds``) and
+        the committed ``generation``.
 
         With ``root``, file doc ids are relative to it and every path (relative ones are
         taken from ``root``) and every file found must lie inside it, symbolic links
@@ -279,15 +268,14 @@ class Service:
         return out
 
     def _doc_key(self, doc_id: str) -> str:
-        """The indexed id for ``doc_id``, also without its ``.md`` suffix;
+        """The indexed id for ``doc_id``, also without its file suffix;
         :class:`NotFoundError` for an unknown one."""
-        docs = self.index.documents
         if not isinstance(doc_id, str):
             raise ConfigError(f"doc_id must be a string, got {doc_id!r}")
-        for key in (doc_id, doc_id + ".md", doc_id + ".markdown", doc_id + ".txt"):
-            if key in docs:
-                return key
-        raise NotFoundError(f"no document {doc_id!r} in {self.store.location}")
+        key = resolve_doc_id(doc_id, self.index.documents)
+        if key is None:
+            raise NotFoundError(f"no document {doc_id!r} in {self.store.location}")
+        return key
 
 
 def _check_doc_id(doc_id: str) -> None:
