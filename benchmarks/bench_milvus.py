@@ -27,31 +27,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_query import (  # noqa: E402
     _DocsCachedQueriesLive,
-    _pct,
     corpus_args,
     corpus_questions,
+    measure,
 )
 
 from proxy_pointer import Index  # noqa: E402
 from proxy_pointer.embeddings import CachedEmbedder, SentenceTransformerEmbedder  # noqa: E402
-
-_STAGES = ("embed", "search", "dedupe", "slice")
-
-
-def _measure(idx: Index, questions: list[str]) -> dict[str, dict[str, float]]:
-    total: list[float] = []
-    stages: dict[str, list[float]] = {k: [] for k in _STAGES}
-    for q in questions:
-        t = time.perf_counter()
-        res = idx.retrieve(q)
-        total.append(time.perf_counter() - t)
-        for k in _STAGES:
-            stages[k].append(res.timings.get(k, 0.0))
-    after = [s + d + c for s, d, c in zip(stages["search"], stages["dedupe"], stages["slice"],
-                                          strict=True)]
-    return {"total_ms": {"p50": _pct(total, 50), "p95": _pct(total, 95)},
-            **{f"{k}_ms": {"p50": _pct(v, 50), "p95": _pct(v, 95)} for k, v in stages.items()},
-            "after_embed_ms": {"p50": _pct(after, 50), "p95": _pct(after, 95)}}
 
 
 def main() -> int:
@@ -74,7 +56,7 @@ def main() -> int:
     rows: dict[str, dict] = {}
     for label in ("cold", "warm"):
         for name, idx in loaded.items():
-            rows[f"{name}, {label}"] = _measure(idx, questions)
+            rows[f"{name}, {label}"] = measure(idx, questions)
     ratio = {label: rows[f"milvus-lite, {label}"]["total_ms"]["p50"]
              / rows[f"local, {label}"]["total_ms"]["p50"] for label in ("cold", "warm")}
     report = {"dataset": ds.name, "documents": len(built.documents), "chunks": len(built.chunks),

@@ -24,6 +24,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +77,29 @@ def corpus_questions(ds: Path, n: int) -> list[str]:
     return questions[:n]
 
 
+def measure(idx: Index, questions: list[str], **options: object) -> dict[str, Any]:
+    """Retrieve each question once: total and per-stage (``Retrieval.timings``) p50/p95 in
+    ms, "after embed" (search + dedupe + slice) and its median over the embedding's."""
+    stages: dict[str, list[float]] = {"embed": [], "search": [], "dedupe": [], "slice": []}
+    total: list[float] = []
+    for q in questions:
+        t = time.perf_counter()
+        res = idx.retrieve(q, **options)
+        total.append(time.perf_counter() - t)
+        for k in stages:
+            stages[k].append(res.timings.get(k, 0.0))
+    after = [a + d + s for a, d, s in zip(stages["search"], stages["dedupe"],
+                                          stages["slice"], strict=True)]
+    return {
+        "queries": len(questions),
+        "total_ms": {"p50": _pct(total, 50), "p95": _pct(total, 95)},
+        **{f"{k}_ms": {"p50": _pct(v, 50), "p95": _pct(v, 95)} for k, v in stages.items()},
+        "after_embed_ms": {"p50": _pct(after, 50), "p95": _pct(after, 95)},
+        "after_embed_over_embed_p50": statistics.median(after) / statistics.median(
+            stages["embed"]),
+    }
+
+
 def main() -> int:
     args = corpus_args(__doc__, questions=300, out="query-latency")
     ds = args.dataset
@@ -95,24 +119,7 @@ def main() -> int:
              ("default, second pass (warm caches)", {}))
     for label, options in modes:
         idx.retrieve("warm up the BM25 index and caches", **options)
-        stages: dict[str, list[float]] = {"embed": [], "search": [], "dedupe": [], "slice": []}
-        total: list[float] = []
-        for q in questions:
-            t = time.perf_counter()
-            res = idx.retrieve(q, **options)
-            total.append(time.perf_counter() - t)
-            for k in stages:
-                stages[k].append(res.timings.get(k, 0.0))
-        after = [a + d + s for a, d, s in zip(stages["search"], stages["dedupe"],
-                                              stages["slice"], strict=True)]
-        rows[label] = {
-            "queries": len(questions),
-            "total_ms": {"p50": _pct(total, 50), "p95": _pct(total, 95)},
-            **{f"{k}_ms": {"p50": _pct(v, 50), "p95": _pct(v, 95)} for k, v in stages.items()},
-            "after_embed_ms": {"p50": _pct(after, 50), "p95": _pct(after, 95)},
-            "after_embed_over_embed_p50": statistics.median(after) / statistics.median(
-                stages["embed"]),
-        }
+        rows[label] = measure(idx, questions, **options)
     report = {
         "dataset": str(ds.name), "documents": len(idx.documents), "chunks": len(idx.chunks),
         "index_build_seconds_cached_vectors": build_s, "budget": 2000, "k": 10,
