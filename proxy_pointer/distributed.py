@@ -34,13 +34,11 @@ import numpy as np
 from .chunking import ChunkConfig
 from .embeddings import CachedEmbedder, Embedder, embedder_from_id
 from .errors import ConfigError, ProxyPointerError
-from .ingest import ParsedDocument, embed_checked, parse_document
+from .ingest import EMBED_STEP, ParsedDocument, embed_checked, parse_document, usable_cpus
 
 __all__ = ["RAY_HINT", "RayWorkers", "RemoteBatch", "start_ray"]
 
 RAY_HINT = "executor='ray' needs Ray: pip install 'proxy-pointer[ray]'"
-# Texts per embedder call on an actor, as in a local run.
-_EMBED_STEP = 256
 # A document to parse: (text, doc_id, source_path, kind, sha256).
 _Doc = tuple[str, str, str, str | None, str]
 
@@ -74,9 +72,7 @@ def start_ray() -> Any:
         address = os.environ.get("RAY_ADDRESS") or None
         options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
         if address is None:
-            cpus = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                    else os.cpu_count() or 1)
-            options.update(num_cpus=cpus, include_dashboard=False,
+            options.update(num_cpus=usable_cpus(), include_dashboard=False,
                            # Actors must import this very package, installed or not.
                            runtime_env={"env_vars": {"PYTHONPATH": _package_root()}})
         ray.init(address=address, **options)
@@ -130,8 +126,8 @@ class _Worker:
                                  digest=digest) for text, doc_id, path, kind, digest in docs]
         todo = sorted({c.embed_text for p in parsed for c in p.chunks} - skip)
         t = time.perf_counter()
-        parts = [embed_checked(self.embedder, todo[i:i + _EMBED_STEP])
-                 for i in range(0, len(todo), _EMBED_STEP)]
+        parts = [embed_checked(self.embedder, todo[i:i + EMBED_STEP])
+                 for i in range(0, len(todo), EMBED_STEP)]
         vectors = (np.concatenate(parts) if parts
                    else np.zeros((0, self.embedder.dimension), np.float32))
         return RemoteBatch(parsed, todo, vectors, time.perf_counter() - t)

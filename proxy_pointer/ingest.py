@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
+    "EMBED_STEP",
     "EXECUTORS",
     "IngestProgress",
     "IngestResult",
@@ -62,6 +63,7 @@ __all__ = [
     "embed_checked",
     "ingest",
     "parse_document",
+    "usable_cpus",
 ]
 
 #: Text per batch. Big enough that a batch's embedding calls are full (256 texts) and the
@@ -70,8 +72,8 @@ __all__ = [
 DEFAULT_BATCH_BYTES = 2_000_000
 #: Files per batch at most, so a folder of tiny files still streams.
 DEFAULT_BATCH_FILES = 512
-# Texts per embedder call: the same steps Index used before batching.
-_EMBED_STEP = 256
+#: Texts per embedder call, here and on Ray actors: the steps Index used before batching.
+EMBED_STEP = 256
 #: Where ingestion runs: in this process (with its parsing pool), or on Ray actors.
 EXECUTORS = ("local", "ray")
 
@@ -237,6 +239,13 @@ def _summary_cache() -> SummaryCache:
     return _SUMMARY_CACHE
 
 
+def usable_cpus() -> int:
+    """Cores this process may run on (its CPU affinity where the OS says, else all)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def default_workers() -> int:
     """Parsing processes used when ``workers`` is not given: one per usable core, at most
     four; none on a single core, and none off Linux (workers would be spawned there, which
@@ -250,7 +259,7 @@ def default_workers() -> int:
     """
     if not sys.platform.startswith("linux"):
         return 0
-    cpus = len(os.sched_getaffinity(0))
+    cpus = usable_cpus()
     return 0 if cpus < 2 else min(4, cpus)
 
 
@@ -496,11 +505,11 @@ class _Run:
             self.fresh.update((text, remote[1][text]) for text in todo)
             self.result.embedded += len(todo)
             todo = []
-        for start in range(0, len(todo), _EMBED_STEP):
-            step = todo[start:start + _EMBED_STEP]
+        for start in range(0, len(todo), EMBED_STEP):
+            step = todo[start:start + EMBED_STEP]
             self.fresh.update(zip(step, self._embed(step), strict=True))
             self.result.embedded += len(step)
-            done = min(start + _EMBED_STEP, len(todo))
+            done = min(start + EMBED_STEP, len(todo))
             self.report(self.bytes_done + batch_size * done // (len(todo) + 1))
         timings["embedding"] += time.perf_counter() - t
         d = self.embedder.dimension
