@@ -353,16 +353,24 @@ class MilvusSegment:
         if k <= 0 or not tokens or (rows is not None and len(rows) == 0):
             return []
         flt = self.search_filter(rows, exclude)
-        conn = self.conn
-        conn.load(conn.chunks)
         requests = [
             AnnSearchRequest([np.asarray(query, np.float32).reshape(-1).tolist()], "vector",
                              {"metric_type": "IP"}, k, expr=flt),
             AnnSearchRequest([" ".join(tokens)], "sparse", {"metric_type": "BM25"}, k, expr=flt),
         ]
-        hits = conn.call("hybrid search", conn.client().hybrid_search, conn.chunks, requests,
-                         RRFRanker(rrf_k), limit=min(2 * k, 16_384), output_fields=["row"])[0]
-        found = [(int(h.entity.get("row")), float(h.distance)) for h in hits]
+        return self.search("hybrid search", "hybrid_search", requests, RRFRanker(rrf_k),
+                           limit=min(2 * k, 16_384))
+
+    def search(self, what: str, method: str, *args: Any,
+               score: Callable[[float], float] = float, **kwargs: Any
+               ) -> list[tuple[int, float]]:
+        """One Milvus search (``method`` of the client) over the chunks collection:
+        ``[(row, score(distance))]``, best first."""
+        conn = self.conn
+        conn.load(conn.chunks)
+        hits = conn.call(what, getattr(conn.client(), method), conn.chunks, *args,
+                         output_fields=["row"], **kwargs)[0]
+        found = [(int(h.entity.get("row")), score(float(h.distance))) for h in hits]
         found.sort(key=lambda t: (-t[1], t[0]))
         return found
 
@@ -400,18 +408,14 @@ class MilvusVectors:
                ) -> tuple[np.ndarray, np.ndarray]:
         if k <= 0 or (rows is not None and len(rows) == 0):
             return np.empty(0, np.float32), np.empty(0, np.int64)
-        seg, conn = self.segment, self.segment.conn
-        conn.load(conn.chunks)
-        hits = conn.call("dense search", conn.client().search, conn.chunks,
-                         data=[np.asarray(query, np.float32).reshape(-1).tolist()],
-                         anns_field="vector", limit=min(k, 16_384),
-                         filter=seg.search_filter(rows, exclude), output_fields=["row"],
-                         search_params=self._params())[0]
-        found = [(int(h.entity.get("row")), float(h.distance)) for h in hits]
-        found.sort(key=lambda t: (-t[1], t[0]))
+        seg = self.segment
+        found = seg.search("dense search", "search",
+                           data=[np.asarray(query, np.float32).reshape(-1).tolist()],
+                           anns_field="vector", limit=min(k, 16_384),
+                           filter=seg.search_filter(rows, exclude),
+                           search_params=self._params())
         return (np.asarray([s for _, s in found], np.float32),
                 np.asarray([r for r, _ in found], np.int64))
-
 
     def _params(self) -> dict[str, Any]:
         cfg = self.config
@@ -447,14 +451,11 @@ class MilvusLexical:
             ) -> list[tuple[int, float]]:
         if not tokens or k <= 0 or not self.n_rows or (rows is not None and len(rows) == 0):
             return []
-        seg, conn = self.segment, self.segment.conn
-        conn.load(conn.chunks)
-        hits = conn.call("BM25 search", conn.client().search, conn.chunks,
-                         data=[" ".join(tokens)], anns_field="sparse", limit=min(k, 16_384),
-                         filter=seg.search_filter(rows, exclude), output_fields=["row"],
-                         search_params={"metric_type": "BM25"})[0]
-        # Milvus Lite reports BM25 as a negated distance, a server as a score: rank order
-        # is what fusion uses, the magnitude is the BM25 score either way.
-        found = [(int(h.entity.get("row")), abs(float(h.distance))) for h in hits]
-        found.sort(key=lambda t: (-t[1], t[0]))
+        seg = self.segment
+        # Milvus Lite reports BM25 as a negated distance, a server as a score: the
+        # magnitude is the BM25 score either way.
+        found = seg.search("BM25 search", "search", data=[" ".join(tokens)],
+                           anns_field="sparse", limit=min(k, 16_384),
+                           filter=seg.search_filter(rows, exclude),
+                           search_params={"metric_type": "BM25"}, score=abs)
         return [(r, s) for r, s in found if s > 0]
