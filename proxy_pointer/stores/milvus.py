@@ -62,6 +62,7 @@ from .milvus_segment import (
     MilvusConnection,
     MilvusSegment,
     in_list,
+    is_server_uri,
     quote,
     segment_number,
 )
@@ -103,7 +104,7 @@ class MilvusStore:
     def __init__(self, location: str, *, token: str | None = None,
                  timeout: float = 30.0) -> None:
         uri, name = parse_location(location)
-        if uri.startswith(("http://", "https://", "tcp://", "grpc://")):
+        if is_server_uri(uri):
             token = token if token is not None else os.environ.get("MILVUS_TOKEN")
         elif not uri.endswith(".db"):
             raise ConfigError(f"{location}: a Milvus Lite file name must end in .db (or give "

@@ -26,7 +26,8 @@ from ..vectors import VectorIndexConfig
 from .base import DocumentRecord
 from .segments import DocumentParts, Pointer, remember
 
-__all__ = ["DEFAULT_NAME", "MilvusConnection", "MilvusSegment", "row_key", "segment_number"]
+__all__ = ["DEFAULT_NAME", "MilvusConnection", "MilvusSegment", "is_server_uri", "row_key",
+           "segment_number"]
 
 DEFAULT_NAME = "proxy_pointer"
 _IN_LIST = 1000  # ids per "in [...]" filter or get() call
@@ -61,6 +62,11 @@ for _name in ("pymilvus.client.iterator.query_iterator", "grpc._server"):
     logging.getLogger(_name).addFilter(_QuietIterators())
 
 
+def is_server_uri(uri: str) -> bool:
+    """Whether ``uri`` names a Milvus server (a URL) rather than a Milvus Lite file."""
+    return uri.startswith(("http://", "https://", "tcp://", "grpc://"))
+
+
 def _reason(e: BaseException) -> str:
     msg = getattr(e, "message", None) or str(e) or type(e).__name__
     return " ".join(str(msg).split())[:300]
@@ -86,7 +92,7 @@ class MilvusConnection:
 
     @property
     def is_lite(self) -> bool:
-        return not self.uri.startswith(("http://", "https://", "tcp://", "grpc://"))
+        return not is_server_uri(self.uri)
 
     def client(self) -> Any:
         """The connected ``MilvusClient`` (connects on first use)."""
