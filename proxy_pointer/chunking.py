@@ -13,8 +13,11 @@ Rules
 * Each node's **own** text (after its heading line, before the next heading) is split on its
   own with langchain's ``RecursiveCharacterTextSplitter``; a chunk never spans a heading.
   The heading is not repeated in the chunk: the breadcrumb already names it.
-* A node whose own text is shorter than ``min_section_chars`` (whitespace stripped) gets no
-  chunk; its children are still chunked and carry its title in their breadcrumbs. Noise
+* Every node with own text gets chunks, however short: a one-line appendix or a "None."
+  under "Item 1B" is one small chunk of its own, so every line that is not noise can be
+  found (a property test checks this on generated documents). ``min_section_chars`` > 0
+  (default 0) skips nodes with less own text (whitespace stripped), reported as
+  ``"short: ..."`` by :func:`skip_reasons`; their children are still chunked. Noise
   nodes (:mod:`proxy_pointer.noise`: title rules, plus one LLM call per document with
   ``NoiseConfig(use_llm=True)`` and ``chunk_tree(..., noise_llm=llm)``) get no chunk either.
 * **Size.** The default embedder (all-MiniLM-L6-v2) reads 256 word pieces and ignores the
@@ -50,7 +53,8 @@ Rules
   ``mode="window"`` are split by a sliding window with the same splitter and
   overlap. Such chunks have ``node_id`` None and their own line span as node bounds. A
   Markdown document whose sections all fall under ``min_section_chars`` (an outline, a list
-  of one-line answers) is chunked this way too rather than left unsearchable.
+  of one-line answers under a raised ``min_section_chars``) is chunked this way too rather
+  than left unsearchable.
 
 This module decides which text becomes chunks and what a chunk records; where the text is
 cut (blocks, tables, row packing, re-splitting) is :mod:`proxy_pointer.blocks`' job.
@@ -82,7 +86,7 @@ __all__ = [
 ]
 
 # Bumped whenever the same config would produce different chunks (index manifests keep it).
-CHUNKER_VERSION = 2  # 2: documents without headings are split into topical segments
+CHUNKER_VERSION = 3  # 2: headerless documents in topical segments; 3: short sections chunked
 
 
 @dataclass(frozen=True)
@@ -125,8 +129,9 @@ class ChunkConfig:
 
     ``chunk_size``/``chunk_overlap``: body size and overlap in ``unit`` (``"tokens"``: MiniLM
     word pieces, ``"chars"``: characters). ``min_section_chars``: nodes with less own text
-    get no chunk. ``max_breadcrumb_tokens``: the bracketed breadcrumb is shortened to this
-    (middle titles first). ``window_tokens``: the embedder's input limit; in token mode
+    get no chunk (default 0: every node with own text is chunked).
+    ``max_breadcrumb_tokens``: the bracketed breadcrumb is shortened to this (middle titles
+    first). ``window_tokens``: the embedder's input limit; in token mode
     ``chunk_size + max_breadcrumb_tokens + 2`` must fit it. ``html_tables``: embed HTML
     tables as cell text (``"text"``) or as their source (``"source"``). ``mode``:
     ``"structure"`` (default) or ``"window"`` (sliding window for every document, a
@@ -144,7 +149,7 @@ class ChunkConfig:
     chunk_size: int = 200
     chunk_overlap: int = 30
     unit: Literal["tokens", "chars"] = "tokens"
-    min_section_chars: int = 100
+    min_section_chars: int = 0
     max_breadcrumb_tokens: int = 48
     window_tokens: int = 256
     html_tables: Literal["text", "source"] = "text"
@@ -279,9 +284,10 @@ def skip_reasons(
 ) -> dict[str, str]:
     """Node id -> why the node's own text gets no chunk (``"noise: ..."`` or ``"short: ..."``).
 
-    Nodes absent from the result are chunked. Meaningful for structure mode only. ``noise``
-    and ``noise_llm`` act as in :func:`chunk_tree` (one LLM call when ``use_llm`` is set), and
-    the same :class:`~proxy_pointer.errors.ConfigError` is raised.
+    Nodes absent from the result are chunked where they have own text. Meaningful for
+    structure mode only. ``noise`` and ``noise_llm`` act as in :func:`chunk_tree` (one LLM
+    call when ``use_llm`` is set), and the same :class:`~proxy_pointer.errors.ConfigError`
+    is raised.
     """
     config = config or ChunkConfig()
     _require_noise_llm(config, noise, noise_llm)
@@ -293,7 +299,7 @@ def skip_reasons(
             out[node.node_id] = f"noise: {d.category} ({d.reason})"
             continue
         size = len(tree.slice(node.body_start, node.own_end).strip())
-        if size < config.min_section_chars:
+        if 0 < size < config.min_section_chars:
             out[node.node_id] = (
                 f"short: {size} characters of own text < min_section_chars "
                 f"{config.min_section_chars}"

@@ -68,7 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("file")
     t.add_argument("--json", action="store_true", help="print our full JSON")
     t.add_argument("--format", choices=["text", "json", "pageindex"], default="text")
-    t.add_argument("--noise", action="store_true", help="mark sections the noise filter skips")
+    t.add_argument("--noise", action="store_true",
+                   help="mark the sections indexing skips, and why (noise, or too short)")
+    t.add_argument("--min-section-chars", type=int, default=0,
+                   help="with --noise: mark sections with less own text as skipped (default 0)")
     t.add_argument("--recover-headings", action="store_true",
                    help="promote bold-only and numbered lines to headings (converted PDFs)")
     t.add_argument("--encoding", default="utf-8")
@@ -166,11 +169,15 @@ def _cmd_tree(args: argparse.Namespace) -> int:
     else:
         labels = None
         if args.noise:
-            from .noise import NoiseConfig, classify_noise, noise_labels
+            from .chunking import ChunkConfig, skip_reasons
+            from .noise import classify_noise, noise_labels
 
-            labels = {nid: label.removeprefix("noise: ") for nid, label in
-                      noise_labels(classify_noise(tree, NoiseConfig())).items()}
-        print(format_tree(tree, noise=labels))
+            config = ChunkConfig(min_section_chars=args.min_section_chars)
+            decisions = classify_noise(tree, config.noise)
+            labels = dict(noise_labels(decisions))
+            for nid, why in skip_reasons(tree, config, noise=decisions).items():
+                labels.setdefault(nid, why)
+        print(format_tree(tree, marks=labels))
     return 0
 
 

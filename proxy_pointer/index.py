@@ -499,7 +499,8 @@ class Index:
             duplicates=duplicate_pairs(self._segments.sha256s(), [*added, *updated]),
             added=tuple(sorted(added)), updated=tuple(sorted(updated)),
             unchanged=tuple(sorted(run.unchanged)), removed=tuple(sorted(remove)),
-            skipped=tuple(run.skipped), chunks=self._segments.n_rows, embedded=run.embedded,
+            skipped=tuple(run.skipped), sections_skipped=run.sections_skipped,
+            chunks=self._segments.n_rows, embedded=run.embedded,
             timings=timings,
         )
 

@@ -36,10 +36,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
+from .chunking import Chunk, ChunkConfig, chunk_text, chunk_tree, skip_reasons
 from .documents import document_kind, read_document
 from .embeddings import Embedder
 from .errors import ConfigError, DocumentError
+from .noise import classify_noise
 from .segmentation import segmented_tree
 from .stores import DocumentParts, DocumentRecord
 from .summaries import SummaryCache, summary_chunks
@@ -122,6 +123,7 @@ class ParsedDocument:
     tree_seconds: float
     chunk_seconds: float
     tree_json: str = ""  # the skeleton tree without its text, saved so queries never parse
+    sections_skipped: int = 0  # sections with own text that got no chunk (noise, or short)
 
 
 @dataclass
@@ -136,6 +138,7 @@ class IngestResult:
     unchanged: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     embedded: int = 0
+    sections_skipped: int = 0
     timings: dict[str, float] = field(default_factory=lambda: {
         "tree": 0.0, "chunking": 0.0, "embedding": 0.0, "waiting": 0.0})
 
@@ -162,8 +165,21 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
         title = tree.title if tree is not None else doc_id
         tree = segmented_tree(doc_id, lines, title, tokens=line_tokens)
     tt = time.perf_counter()
-    chunks = (chunk_text(text, doc_id, config) if tree is None
-              else chunk_tree(tree, config, noise_llm=noise_llm, markdown=kind != "text"))
+    skipped = 0
+    if tree is None:
+        chunks = chunk_text(text, doc_id, config)
+    else:
+        structured = config.mode == "structure" and tree.has_headings
+        # Without the LLM that use_llm asks for, chunk_tree raises the ConfigError.
+        decisions = (classify_noise(tree, config.noise, llm=noise_llm)
+                     if structured and (noise_llm is not None or not config.noise.use_llm)
+                     else None)
+        chunks = chunk_tree(tree, config, noise=decisions, noise_llm=noise_llm,
+                            markdown=kind != "text")
+        if decisions is not None and any(c.node_id is not None for c in chunks):
+            # Sections with own text that got no chunk, for the summary.
+            skipped = sum(1 for n in skip_reasons(tree, config, noise=decisions)
+                          if tree.slice(tree.get(n).body_start, tree.get(n).own_end).strip())
     if config.summaries and tree is not None:
         if noise_llm is None:
             raise ConfigError("ChunkConfig(summaries=True) needs an index-time LLM "
@@ -178,7 +194,7 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
     )
     tree_json = tree.to_json(include_text=False) if tree is not None else ""
     return ParsedDocument(record, tuple(chunks), (tt - t) + (time.perf_counter() - tc),
-                          tc - tt, tree_json)
+                          tc - tt, tree_json, skipped)
 
 
 @dataclass(frozen=True)
@@ -200,6 +216,7 @@ class UpdateReport:
     unchanged: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()  # "path: problem" for files that could not be read
+    sections_skipped: int = 0  # sections of the parsed documents left unchunked: noise
     duplicates: tuple[tuple[str, str], ...] = ()  # (doc_id, identical earlier doc_id)
     chunks: int = 0
     embedded: int = 0
@@ -214,6 +231,8 @@ class UpdateReport:
             f"{len(self.skipped)} skipped; {self.chunks} chunks "
             f"({self.embedded} embedded) in {self.seconds:.1f}s"
             + (f"; {len(self.duplicates)} duplicate documents" if self.duplicates else "")
+            + (f"; {self.sections_skipped} sections skipped as noise or short (see "
+               "'proxy-pointer tree FILE --noise')" if self.sections_skipped else "")
         )
 
 
@@ -494,6 +513,7 @@ class _Run:
                 timings["waiting"] += time.perf_counter() - t
             timings["tree"] += p.tree_seconds
             timings["chunking"] += p.chunk_seconds
+            self.result.sections_skipped += p.sections_skipped
             parsed.append((text, p))
             if self.stored_vectors is not None and remote is None:
                 for embed_text, vec in self.stored_vectors(src.doc_id):

@@ -377,15 +377,17 @@ def _node_from_dict(d: Mapping[str, Any], n_lines: int) -> Node:
 
 
 # --- human-readable view -------------------------------------------------------------------
-def format_tree(tree: Tree, noise: Mapping[str, str] | None = None) -> str:
+def format_tree(tree: Tree, noise: Mapping[str, str] | None = None, *,
+                marks: Mapping[str, str] | None = None) -> str:
     """The tree as indented text for people, one node a line, with 1-based inclusive lines.
 
     Each line shows the node id, its title and its own line range; a node with children also
     shows its subtree range. ``noise`` maps node ids to a label (``"contents"``) shown as
-    ``[noise: contents]``; recovered headings are marked ``[recovered]``. Warnings follow
-    the tree. Returns the text without a final newline.
+    ``[noise: contents]``; ``marks`` to a whole label shown as it is
+    (``[short: 12 characters ...]``); recovered headings are marked ``[recovered]``.
+    Warnings follow the tree. Returns the text without a final newline.
     """
-    noise = noise or {}
+    marks = {**{k: f"noise: {v}" for k, v in (noise or {}).items()}, **(marks or {})}
     n_heads = sum(1 for n in tree.nodes if not n.is_preamble)
     out = [f"{tree.doc_id}: {tree.title!r}, {len(tree.lines)} lines, {n_heads} headings"]
     if not tree.nodes:
@@ -401,8 +403,8 @@ def format_tree(tree: Tree, noise: Mapping[str, str] | None = None) -> str:
             line += f" (subtree {n.start + 1}-{n.end})"
         if n.recovered:
             line += "  [recovered]"
-        if n.node_id in noise:
-            line += f"  [noise: {noise[n.node_id]}]"
+        if n.node_id in marks:
+            line += f"  [{marks[n.node_id]}]"
         out.append(line)
     out.extend(f"warning: {w}" for w in tree.warnings)
     return "\n".join(out)

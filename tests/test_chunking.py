@@ -97,7 +97,7 @@ def test_default_config_fits_the_window():
     cfg = ChunkConfig()
     assert (cfg.unit, cfg.chunk_size, cfg.chunk_overlap) == ("tokens", 200, 30)
     assert cfg.chunk_size + cfg.max_breadcrumb_tokens + 2 <= WINDOW
-    assert cfg.min_section_chars == 100
+    assert cfg.min_section_chars == 0  # every node with own text is chunked
     chars = ChunkConfig.chars(2000, 200)
     assert (chars.unit, chars.chunk_size, chars.chunk_overlap) == ("chars", 2000, 200)
 
@@ -163,19 +163,23 @@ def test_chars_setting_on_the_paper():
     assert len(chunks) < len(chunk_tree(tree))
 
 
-def test_short_nodes_get_no_chunk_but_their_children_do():
+def test_short_sections_are_chunked_and_a_threshold_skips_them_with_a_reason():
     body = "Forty districts were surveyed; the sample covers twelve thousand households. " * 3
     text = (f"# Report\n\n## BOX 1.1\n\n### How the survey worked\n\n{body}\n\n"
             "## Tiny\n\nToo short.\n")
     tree = build_tree(text, doc_id="box")
     chunks = chunk_tree(tree)
-    assert [c.title for c in chunks] == ["How the survey worked"]
+    # Nodes without own text (Report, BOX 1.1) have nothing to chunk; "Tiny" is one chunk.
+    assert [c.title for c in chunks] == ["How the survey worked", "Tiny"]
     assert chunks[0].embed_text.startswith("[Report > BOX 1.1 > How the survey worked]\n")
-    reasons = skip_reasons(tree)
-    assert {tree.get(k).title for k in reasons} == {"Report", "BOX 1.1", "Tiny"}
-    assert all(r.startswith("short") for r in reasons.values())
-    # a lower threshold keeps the tiny section
-    assert "Tiny" in {c.title for c in chunk_tree(tree, ChunkConfig(min_section_chars=5))}
+    assert chunks[1].embed_text == "[Report > Tiny]\nToo short."
+    assert skip_reasons(tree) == {}
+    # A raised threshold skips the short section and says why; its siblings still chunk.
+    cfg = ChunkConfig(min_section_chars=100)
+    reasons = skip_reasons(tree, cfg)
+    assert {tree.get(k).title for k in reasons} == {"Tiny"}
+    assert reasons[chunks[1].node_id].startswith("short: 10 characters")
+    assert [c.title for c in chunk_tree(tree, cfg)] == ["How the survey worked"]
 
 
 def test_noise_nodes_are_skipped_and_can_be_overridden():
