@@ -10,7 +10,7 @@ import itertools
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .index import Index
 
-__all__ = ["IndexCaches", "caches", "line_starts", "line_terms"]
+__all__ = ["IndexCaches", "caches", "line_pieces", "line_starts", "line_terms"]
 
 _MAX_DOCS = 512  # documents whose per-line data is kept (a bounded LRU)
 
@@ -33,6 +33,9 @@ class IndexCaches:
     labels: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # label -> rows
     line_starts: OrderedDict[str, list[int]] = field(default_factory=OrderedDict)
     line_terms: OrderedDict[str, list[list[str] | None]] = field(default_factory=OrderedDict)
+    # (doc_id, line, most) -> the pieces of one long line (a bounded LRU, see line_pieces)
+    line_pieces: OrderedDict[tuple[str, int, int], list[tuple[int, int, int]]] = field(
+        default_factory=OrderedDict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -47,15 +50,15 @@ def caches(index: Index) -> IndexCaches:
     return found
 
 
-def _per_doc(store: OrderedDict, lock: threading.Lock, doc_id: str, make: Callable[[], Any]
+def _per_doc(store: OrderedDict, lock: threading.Lock, key: Hashable, make: Callable[[], Any]
              ) -> Any:
     with lock:
-        if doc_id in store:
-            store.move_to_end(doc_id)
-            return store[doc_id]
+        if key in store:
+            store.move_to_end(key)
+            return store[key]
     value = make()
     with lock:
-        store[doc_id] = value
+        store[key] = value
         while len(store) > _MAX_DOCS:
             store.popitem(last=False)
     return value
@@ -82,3 +85,14 @@ def line_terms(index: Index, doc_id: str, lo: int, hi: int) -> list[list[str]]:
         for i, t in zip(missing, terms_of([lines[i] for i in missing]), strict=True):
             terms[i] = t
     return [t or [] for t in terms[lo:hi]]
+
+
+def line_pieces(index: Index, doc_id: str, line: int, most: int) -> list[tuple[int, int, int]]:
+    """One line of a stored document cut into sentence pieces of at most ``most`` tokens
+    (:func:`~.tokens.sentence_pieces`: ``(start, end, tokens)``, offsets inside the line);
+    kept for the lines packed most recently."""
+    from .tokens import sentence_pieces
+
+    c = caches(index)
+    return _per_doc(c.line_pieces, c.lock, (doc_id, line, most),
+                    lambda: sentence_pieces(index.tree(doc_id).lines[line], most))

@@ -15,6 +15,7 @@ __all__ = [
     "IndexLockedError",
     "IndexMismatchError",
     "LLMError",
+    "NotFoundError",
     "ProxyPointerError",
     "StoreError",
 ]
@@ -39,6 +40,14 @@ class DocumentError(ProxyPointerError):
         self.path = path
         self.problem = problem
         super().__init__(f"{path}: {problem}")
+
+
+class NotFoundError(ProxyPointerError, KeyError):
+    """No such document, section, line range or page in the index; the message says which
+    is missing."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 class IndexCorruptError(ProxyPointerError):

@@ -1,20 +1,29 @@
-"""Packing sections into a token budget: whole sections, or the blocks that hold the evidence.
+"""Packing sections into a token budget: one planner, whole sections or their best pieces.
 
-Two packers take the selected sections (in rank order) and return :class:`Section` s:
+:func:`pack` takes the selected sections (in rank order) and returns :class:`Section` s.
+Every section's body is tiled into *units*: Markdown blocks (paragraphs, tables, lists); a
+block larger than the share a section may take (``cap``, at most half the budget, less its
+heading) into its lines; and a line still larger (a manual's or a converted page's whole
+section on one line) into its sentences, a sentence over ``_PIECE`` tokens into token
+windows (:func:`~.tokens.sentence_pieces`). So no unit is ever too big to be taken, and
+every selected section can hand over at least the window around its best chunk. A unit
+scores as the best hit chunk that covers it (a piece of a long line: the chunks whose
+characters overlap it); units under the same chunk are ordered by their own BM25 match
+with the question (corpus IDF), which ``lexical_weight`` > 0 also adds to the score.
+Taking a unit costs its word pieces plus, for a section's first unit, its heading and,
+for every new gap, an ``[…]`` marker, so the count is exact.
 
-* :func:`pack_evidence` (the default) spends the budget where the evidence is. Every
-  selected section's body is tiled into Markdown blocks (paragraphs, tables, lists; a
-  block over half the budget into its lines); a block scores as the best hit chunk that
-  covers it; blocks under the same chunk are ordered by their own BM25 match with the
-  question (corpus IDF), which ``lexical_weight`` > 0 also adds to the score. Blocks are
-  taken best first across all sections, each costing its word pieces plus, for the first
-  block of a section, its heading and, for every new gap, an ``[…]`` marker, so the count
-  is exact. Then what is left of the budget grows the opened sections around their
-  blocks, in rank order, up to whole sections: a small section is handed over whole, a
-  large one as its best blocks.
-* :func:`pack_sections` (the reference design) takes sections whole in rank order; one
-  longer than ``cap`` or than what is left is trimmed to its heading and the lines around
-  its best chunks.
+The per-section choice between the whole section and its best pieces follows the order:
+
+* ``order="evidence"`` (the default, :func:`pack_evidence`) takes the best units across all
+  sections first, each section within ``cap`` until the others had their turn; then what
+  is left grows the opened sections around their units, in rank order, up to whole
+  sections: a small section is handed over whole, a large one as its best pieces. A
+  section that still holds under ``_MIN_WINDOW`` tokens (and is not whole) gives them back
+  to the others.
+* ``order="sections"`` (:func:`pack_sections`, the reference design) fills the sections one
+  after another in rank order: whole where it fits ``cap`` and what is left, otherwise its
+  best units grown around them to that size.
 
 :func:`merge_duplicates` hands over identical or nearly identical sections of different
 documents once, listing the other places in ``Section.also_in``.
@@ -26,27 +35,27 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .derived import line_starts, line_terms
+from .derived import line_pieces, line_starts, line_terms
 from .lexical import terms as line_terms_of
 from .ranking import Candidate
+from .refs import Ref
 from .segmentation import paragraphs
 from .tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
-    from .chunking import Chunk
     from .index import Index
 
-__all__ = ["Section", "merge_duplicates", "pack_evidence", "pack_sections"]
+__all__ = ["Section", "merge_duplicates", "pack", "pack_evidence", "pack_sections"]
 
-_ELLIPSIS = "[…]\n"
+_ELLIPSIS = "[…]\n"  # where text was left out: on a line of its own,
+_INLINE_ELLIPSIS = "[…] "  # or inside a long line (both cost the same word pieces)
 _MIN_WINDOW = 48  # tokens: below this a trimmed section is only its heading
+_PIECE = 128  # tokens: most of one piece of a long line (sentences; windows past this)
 _SHINGLE = 3  # words per shingle when comparing sections for near-duplicates
 _NEAR_DUPLICATE = 0.8  # Jaccard similarity of shingles from which two sections are one
 _SAME_VECTOR = 0.9  # cosine of two sections' best chunks below which they are not compared
 
 Selected = list[tuple[Candidate, tuple[int, int]]]
-
-_MIN_WINDOW = 48  # tokens: below this a trimmed section is only its heading
 
 
 @dataclass(frozen=True)
@@ -76,10 +85,11 @@ class Section:
 
     @property
     def ref(self) -> str:
-        """The citation key: ``doc_id#node_id``, or ``doc_id#L<line>`` for a fallback window."""
+        """The citation key (:class:`~.refs.Ref`): ``doc_id#node_id``, or for a fallback
+        window its lines, ``doc_id#L<start_line>-<end_line>``."""
         if self.node_id is None:
-            return f"{self.doc_id}#L{self.start_line}"
-        return f"{self.doc_id}#{self.node_id}"
+            return str(Ref(self.doc_id, lines=(self.start_line, self.end_line)))
+        return str(Ref(self.doc_id, self.node_id))
 
     @property
     def breadcrumb(self) -> str:
@@ -93,41 +103,94 @@ class Section:
         d["also_in"] = list(self.also_in)
         return d
 
-def ref(cand: Candidate, start: int) -> str:
-    """The citation key of a candidate whose section starts at 0-based line ``start``."""
+def ref(cand: Candidate, start: int, end: int) -> str:
+    """The citation key (:attr:`Section.ref`) of a candidate whose section covers the
+    0-based half-open lines ``[start, end)``."""
     if cand.node_id is None:
-        return f"{cand.doc_id}#L{start + 1}"
-    return f"{cand.doc_id}#{cand.node_id}"
+        return str(Ref(cand.doc_id, lines=(start + 1, end)))
+    return str(Ref(cand.doc_id, cand.node_id))
 
 
-def pack_sections(index: Index, selected: Selected, budget: int, cap: int
-                  ) -> tuple[list[Section], list[str]]:
-    """Whole sections in rank order within ``budget``, each at most ``cap`` tokens.
+def pack(index: Index, selected: Selected, budget: int, terms: dict[str, float], *,
+         order: str = "evidence", cap: int | None = None, lexical_weight: float = 0.0
+         ) -> tuple[list[Section], list[str]]:
+    """The selected sections (in rank order) packed into ``budget`` tokens (module docstring).
 
-    A section that does not fit is trimmed to a window; when what is left of the budget
-    cannot hold a useful window (under ``_MIN_WINDOW`` tokens) it is left out and named
-    in the second list instead, and smaller sections further down may still fit.
+    ``order="evidence"`` takes the best units across all sections first; ``"sections"``
+    fills the sections one after another in rank order. A section may use at most ``cap``
+    tokens (``None``: the budget) until every section had its turn. ``terms`` are the
+    question's BM25 terms with their IDF (:meth:`Index.term_weights`). Returns the sections
+    in rank order and the refs of selected sections that got no text.
     """
-    sections: list[Section] = []
-    omitted: list[str] = []
+    if order not in ("evidence", "sections"):
+        raise ValueError(f"order must be 'evidence' or 'sections', got {order!r}")
+    ell = count_tokens(_ELLIPSIS)
+    most = budget if cap is None else min(cap, budget)
+    norm = sum(terms.values()) or 1.0
+    plans = [_plan(index, cand, start, end, budget, most, ell) for cand, (start, end) in selected]
+    # (-score, -lexical, plan, unit): within one chunk (equal scores) the unit that matches
+    # the question's words best goes first.
+    ranked: list[tuple[float, float, int, int]] = []
+    for k, p in enumerate(plans):
+        for u, (score, lex) in enumerate(_unit_scores(index, p, terms, norm)):
+            if score > 0:
+                ranked.append((-score * (1 + lexical_weight * lex), -lex, k, u))
+    ranked.sort()
     left = budget
-    for cand, (start, end) in selected:
-        sec = _section(index, cand, start, end, min(left, cap)) if left > 0 else None
-        if sec is None or (sec.trimmed and min(left, cap) < _MIN_WINDOW):
-            omitted.append(ref(cand, start))
-            continue
-        sections.append(sec)
-        left -= sec.tokens
+    if order == "evidence":
+        for _, _, k, u in ranked:
+            left = _take(plans[k], u, left, most, ell)
+        # What is left grows the opened sections, best first: up to the cap, then beyond.
+        # A section that still holds only a stub of its text gives its tokens back.
+        for stubs in (False, True):
+            if stubs:
+                left += sum(_drop_stub(p) for p in plans)
+            for limit in (most, budget):
+                for p in plans:
+                    if p.keep:
+                        left = _grow(p, left, ell, limit)
+    else:
+        for k, p in enumerate(plans):
+            room = min(left, most)
+            whole = p.head + sum(p.costs)
+            if whole <= room:
+                p.keep.update(range(len(p.units)))
+                p.gaps, p.used = 0, whole
+            else:
+                for _, _, _, u in (r for r in ranked if r[2] == k):
+                    _take(p, u, room, room, ell)
+                _grow(p, room, ell, room)
+                _drop_stub(p)
+            left -= p.used
+    if ranked and not any(p.keep for p in plans):
+        _cut_best(plans[ranked[0][2]], ranked[0][3], left, ell)
+    sections = [sec for p in plans if (sec := _emit(index, p)) is not None]
+    omitted = [ref(p.cand, p.start, p.end) for p in plans if not p.keep]
     return sections, omitted
+
+
+def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str, float],
+                  *, lexical_weight: float = 0.0, cap: int | None = None
+                  ) -> tuple[list[Section], list[str]]:
+    """:func:`pack` taking the best units across sections first (the default)."""
+    return pack(index, selected, budget, terms, order="evidence", cap=cap,
+                lexical_weight=lexical_weight)
+
+
+def pack_sections(index: Index, selected: Selected, budget: int, cap: int,
+                  terms: dict[str, float] | None = None) -> tuple[list[Section], list[str]]:
+    """:func:`pack` filling whole sections in rank order, each at most ``cap`` tokens."""
+    return pack(index, selected, budget, terms or {}, order="sections", cap=cap)
 
 
 @dataclass
 class _Plan:
-    """One selected section while the evidence packer fills the budget.
+    """One selected section while the packer fills the budget.
 
-    Its body is tiled into blocks (a run of non-blank lines with the blank lines after
-    it: in Markdown a paragraph, a table, a list); ``keep`` holds the indexes of the
-    blocks taken, ``gaps`` the runs of blocks left out, each shown as one marker.
+    Its body is tiled into units (:func:`_units`), each ``(first line, end line, start,
+    end)`` with ``start``/``end`` character offsets inside the first line for a piece of
+    one long line (``None`` for whole lines); ``keep`` holds the indexes of the units taken,
+    ``gaps`` counts the runs of units left out, each shown as one marker.
     """
 
     cand: Candidate
@@ -135,130 +198,143 @@ class _Plan:
     end: int
     lo: int = 0
     head: int = 0  # heading tokens
-    blocks: list[tuple[int, int]] = field(default_factory=list)
+    units: list[tuple[int, int, int | None, int | None]] = field(default_factory=list)
+    costs: list[int] = field(default_factory=list)
     keep: set[int] = field(default_factory=set)
     gaps: int = 0
     window: str | None = None  # a fallback window's text (no node)
-    cut: int | None = None  # tokens of the one kept block when it had to be cut to fit
-    used: int = 0  # tokens taken so far: heading, kept blocks and one marker per gap
+    cut: int | None = None  # tokens of the one kept unit when it had to be cut to fit
+    used: int = 0  # tokens taken so far: heading, kept units and one marker per gap
 
-    def delta(self, b: int) -> int:
-        """Change in the number of gaps if block ``b`` joins ``keep``."""
-        left = b == 0 or b - 1 in self.keep
-        right = b == len(self.blocks) - 1 or b + 1 in self.keep
+    def delta(self, u: int) -> int:
+        """Change in the number of gaps if unit ``u`` joins ``keep``."""
+        left = u == 0 or u - 1 in self.keep
+        right = u == len(self.units) - 1 or u + 1 in self.keep
         return -1 if left and right else (1 if not left and not right else 0)
 
+    def extra(self, u: int, ell: int) -> int:
+        """Tokens that taking unit ``u`` adds (opening a section costs its heading)."""
+        return (self.costs[u] + ell * self.delta(u)
+                + (0 if self.keep else self.head + ell * self.gaps))
 
-def _blocks(cost: tuple[int, ...], lo: int, hi: int, most: int) -> list[tuple[int, int]]:
-    """``[lo, hi)`` tiled into paragraphs (a line without word pieces is blank); one over
-    ``most`` tokens is split into its lines."""
-    out: list[tuple[int, int]] = []
-    for a, b in paragraphs([cost[i] == 0 for i in range(lo, hi)]):
-        i, j = lo + a, lo + b
-        if sum(cost[i:j]) > most and j - i > 1:
-            out.extend((k, k + 1) for k in range(i, j))
+
+def _plan(index: Index, cand: Candidate, start: int, end: int, budget: int, most: int,
+          ell: int) -> _Plan:
+    p = _Plan(cand, start, end)
+    if cand.node_id is None:  # a fallback window: one unit, all or nothing
+        p.window = index.chunks[cand.rows[0]].text
+        p.units, p.costs = [(start, end, None, None)], [count_tokens(p.window)]
+        p.gaps = 1
+        return p
+    node = index.tree(cand.doc_id).get(cand.node_id)
+    cost = index.line_tokens(cand.doc_id)
+    p.lo = node.body_start
+    p.head = sum(cost[start:p.lo])
+    # No unit may be larger than what the section may take with its heading and markers,
+    # so every section's best unit can always be taken.
+    limit = max(_MIN_WINDOW // 2, min(budget // 2, most) - p.head - 2 * ell)
+    for i, j in paragraphs([cost[x] == 0 for x in range(p.lo, end)]):
+        i, j = p.lo + i, p.lo + j
+        if sum(cost[i:j]) <= limit:
+            p.units.append((i, j, None, None))
+            p.costs.append(sum(cost[i:j]))
+            continue
+        for x in range(i, j):
+            if cost[x] <= limit:
+                p.units.append((x, x + 1, None, None))
+                p.costs.append(cost[x])
+            else:  # one long line: its sentences (or token windows)
+                for a, b, c in line_pieces(index, cand.doc_id, x, min(limit, _PIECE)):
+                    p.units.append((x, x + 1, a, b))
+                    p.costs.append(c)
+    p.gaps = 1 if p.units else 0
+    return p
+
+
+def _unit_scores(index: Index, p: _Plan, terms: dict[str, float], norm: float
+                 ) -> list[tuple[float, float]]:
+    """``(hit, lexical)`` of each unit: the best hit chunk that covers it, and (for units
+    under a hit) its own BM25 match with the question."""
+    cand = p.cand
+    if p.window is not None:
+        return [(cand.best, _lexical(line_terms_of([p.window])[0], terms) / norm)]
+    hit = [0.0] * (p.end - p.lo)
+    for (first, last), score in zip(_spans(index, cand), cand.row_scores, strict=True):
+        for i in range(max(first, p.lo), min(last, p.end)):
+            hit[i - p.lo] = max(hit[i - p.lo], score)
+    chars: list[tuple[int, int, float]] | None = None
+    out = []
+    for u, (i, j, a, b) in enumerate(p.units):
+        h = max(hit[i - p.lo:j - p.lo])
+        if h > 0 and a is not None and b is not None:
+            if chars is None:  # a long line's pieces score by the chunks over them
+                starts = line_starts(index, cand.doc_id)
+                chars = [(c.start_char, c.end_char, s) for c, s in zip(
+                    index.chunks.at(cand.rows), cand.row_scores, strict=True)]
+            lo, hi = starts[i] + a, starts[i] + b
+            h = max((s for x, y, s in chars if x < hi and lo < y), default=0.0)
+        if h <= 0 or p.costs[u] == 0:
+            out.append((0.0, 0.0))
+            continue
+        if a is not None:
+            words = line_terms_of([index.tree(cand.doc_id).lines[i][a:b]])[0]
         else:
-            out.append((i, j))
+            words = [t for ts in line_terms(index, cand.doc_id, i, j) for t in ts]
+        out.append((h, _lexical(words, terms) / norm))
     return out
 
 
-def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str, float],
-                  *, lexical_weight: float = 0.0, cap: int | None = None
-                  ) -> tuple[list[Section], list[str]]:
-    """The best blocks of the selected sections within ``budget`` (module docstring).
-
-    ``terms`` are the question's BM25 terms with their IDF (:meth:`Index.term_weights`).
-    Returns the sections in rank order and the refs of selected sections that got no text.
-    """
-    ell = count_tokens(_ELLIPSIS)
-    norm = sum(terms.values()) or 1.0
-    plans: list[_Plan] = []
-    # (-score, -lexical, plan, block, cost): within one chunk (equal scores) the block that
-    # matches the question's words best goes first.
-    units: list[tuple[float, float, int, int, int]] = []
-    for cand, (start, end) in selected:
-        p = _Plan(cand, start, end)
-        plans.append(p)
-        if cand.node_id is None:
-            text = index.chunks[cand.rows[0]].text
-            p.window = text
-            lex = _lexical(line_terms_of([text])[0], terms) / norm
-            units.append((-cand.best * (1 + lexical_weight * lex), -lex, len(plans) - 1, -1,
-                          count_tokens(text)))
-            continue
-        node = index.tree(cand.doc_id).get(cand.node_id)
-        cost = index.line_tokens(cand.doc_id)
-        p.lo = node.body_start
-        p.head = sum(cost[start:p.lo])
-        p.blocks = _blocks(cost, p.lo, end, max(1, budget // 2))
-        p.gaps = 1 if p.blocks else 0
-        hit = [0.0] * (end - p.lo)
-        for (a, b), score in zip(_spans(index, cand), cand.row_scores, strict=True):
-            for i in range(max(a, p.lo), min(b, end)):
-                hit[i - p.lo] = max(hit[i - p.lo], score)
-        for b, (i, j) in enumerate(p.blocks):
-            h = max(hit[i - p.lo:j - p.lo])
-            c = sum(cost[i:j])
-            if h > 0 and c > 0:  # only blocks under a hit are read for their terms
-                lex = _lexical([t for ts in line_terms(index, cand.doc_id, i, j) for t in ts],
-                               terms) / norm
-                units.append((-h * (1 + lexical_weight * lex), -lex, len(plans) - 1, b, c))
-    units.sort()
-    left = budget
-    most = budget if cap is None else cap
-    for _, _, k, b, c in units:
-        p = plans[k]
-        if b < 0:  # a fallback window: all or nothing
-            if c <= left:
-                p.keep.add(-1)
-                left -= c
-            continue
-        # Opening a section costs its heading and the one marker of its untouched body.
-        extra = c + ell * p.delta(b) + (0 if p.keep else p.head + ell * p.gaps)
-        if extra <= left and p.used + extra <= most:
-            left -= extra
-            p.used += extra
-            p.gaps += p.delta(b)
-            p.keep.add(b)
-    if units and not any(p.keep for p in plans) and units[0][3] >= 0:
-        # Not even the best block fits: hand over its start, cut to what is left.
-        _, _, k, b, _ = units[0]
-        p = plans[k]
-        room = left - p.head - ell * (p.gaps + p.delta(b))
-        if room >= _MIN_WINDOW // 2:
-            p.gaps += p.delta(b)
-            p.keep.add(b)
-            p.cut = room
-            left = 0
-    # The rest of the budget grows opened sections, best first: up to the cap, then beyond.
-    for limit in (most, budget):
-        for p in plans:
-            if p.keep and p.window is None:
-                left = _grow(index, p, left, ell, limit)
-    sections = [sec for p in plans if (sec := _emit(index, p)) is not None]
-    omitted = [ref(p.cand, p.start) for p in plans if not p.keep]
-    return sections, omitted
+def _take(p: _Plan, u: int, left: int, limit: int, ell: int) -> int:
+    """Take unit ``u`` when it fits ``left`` and keeps the section within ``limit``;
+    returns what is left of the budget."""
+    if u in p.keep:
+        return left
+    extra = p.extra(u, ell) if p.window is None else p.costs[u]
+    if extra <= left and p.used + extra <= limit:
+        if p.window is None:
+            p.gaps += p.delta(u)
+        p.keep.add(u)
+        p.used += extra
+        return left - extra
+    return left
 
 
-def _grow(index: Index, p: _Plan, left: int, ell: int, limit: int) -> int:
-    """Add the blocks next to kept ones (after, then before) while they fit ``left`` and
+def _grow(p: _Plan, left: int, ell: int, limit: int) -> int:
+    """Add the units next to kept ones (after, then before) while they fit ``left`` and
     the section stays within ``limit``; returns what is left of the budget."""
-    cost = index.line_tokens(p.cand.doc_id)
+    if p.window is not None:
+        return left
     grown = True
     while grown:
         grown = False
-        for b in sorted(p.keep):
-            for n in (b + 1, b - 1):
-                if 0 <= n < len(p.blocks) and n not in p.keep:
-                    i, j = p.blocks[n]
-                    extra = sum(cost[i:j]) + ell * p.delta(n)
-                    if extra <= left and p.used + extra <= limit:
-                        left -= extra
-                        p.used += extra
-                        p.gaps += p.delta(n)
-                        p.keep.add(n)
-                        grown = True
+        for u in sorted(p.keep):
+            for n in (u + 1, u - 1):
+                if 0 <= n < len(p.units) and n not in p.keep:
+                    left = _take(p, n, left, limit, ell)
+                    grown = grown or n in p.keep
     return left
+
+
+def _drop_stub(p: _Plan) -> int:
+    """Empty a section that holds less than a useful window of its text (under
+    ``_MIN_WINDOW`` tokens, unless that is all of it); returns the tokens freed."""
+    if not p.keep or p.window is not None or p.used >= min(_MIN_WINDOW, p.head + sum(p.costs)):
+        return 0
+    freed, p.used = p.used, 0
+    p.keep.clear()
+    p.gaps = 1 if p.units else 0
+    return freed
+
+
+def _cut_best(p: _Plan, u: int, left: int, ell: int) -> None:
+    """Not even the best unit fits: hand over its start, cut to what is left."""
+    if p.window is not None:
+        return
+    room = left - p.head - ell * (p.gaps + p.delta(u))
+    if room >= _MIN_WINDOW // 2:
+        p.gaps += p.delta(u)
+        p.keep.add(u)
+        p.cut = room
 
 
 def _spans(index: Index, cand: Candidate) -> list[tuple[int, int]]:
@@ -279,22 +355,34 @@ def _emit(index: Index, p: _Plan) -> Section | None:
         c = index.chunks[cand.rows[0]]
         return Section(doc_id=cand.doc_id, node_id=None, title=c.title, path=tuple(c.path),
                        start_line=p.start + 1, end_line=p.end, text=p.window,
-                       score=float(cand.score), tokens=count_tokens(p.window),
+                       score=float(cand.score), tokens=p.costs[0],
                        matched_spans=spans, also_in=tuple(cand.also_in))
     tree = index.tree(cand.doc_id)
     node = tree.get(cand.node_id)  # type: ignore[arg-type]
     parts = [tree.slice(p.start, p.lo)]
-    for b in range(len(p.blocks)):
-        if b in p.keep:
-            block = tree.slice(*p.blocks[b])
-            parts.append(block if p.cut is None else truncate_to_tokens(block, p.cut))
-        elif b == 0 or b - 1 in p.keep:
+    pieces, u, n = False, 0, len(p.units)
+    while u < n:
+        i, j, a, b = p.units[u]
+        if u in p.keep:
+            text = tree.slice(i, j) if a is None else tree.lines[i][a:b]
+            pieces = pieces or a is not None
+            parts.append(text if p.cut is None else truncate_to_tokens(text, p.cut))
+            u += 1
+            continue
+        v = u  # a gap: units u..v-1, shown as one marker
+        while v < n and v not in p.keep:
+            v += 1
+        if a is not None and v < n and p.units[v][2] is not None and p.units[v][0] == i:
+            parts.append(_INLINE_ELLIPSIS)  # inside one long line
+        else:
             if not parts[-1].endswith("\n"):
                 parts.append("\n")
             parts.append(_ELLIPSIS)
+        u = v
     text = "".join(parts)
-    # Word pieces never span a line break, so what the plan counted is exact.
-    tokens = count_tokens(text) if p.cut is not None else p.used
+    # Word pieces never span a line break or a piece's cut, so what the plan counted is
+    # exact; a cut (or a piece cut inside a word) is counted again.
+    tokens = count_tokens(text) if p.cut is not None or pieces else p.used
     return Section(doc_id=cand.doc_id, node_id=cand.node_id, title=node.title,
                    path=node.path, start_line=p.start + 1, end_line=p.end, text=text,
                    score=float(cand.score), tokens=tokens,
@@ -339,7 +427,7 @@ def merge_duplicates(index: Index, selected: Selected) -> Selected:
             if (other.doc_id != cand.doc_id and close[i, j] >= _SAME_VECTOR
                     and min(size, osize) >= _NEAR_DUPLICATE * max(size, osize)
                     and _similar(of(i, cand, rng), of(j, other, orng))):
-                other.also_in.append(ref(cand, rng[0]))
+                other.also_in.append(ref(cand, *rng))
                 break
         else:
             kept.append((i, cand, rng, size))
@@ -361,97 +449,3 @@ def _similar(a: frozenset[int], b: frozenset[int]) -> bool:
     if not a or not b or min(len(a), len(b)) < _NEAR_DUPLICATE * max(len(a), len(b)):
         return False
     return len(a & b) >= _NEAR_DUPLICATE * len(a | b)
-
-def _section(idx: Index, cand: Candidate, start: int, end: int, allowance: int
-         ) -> Section | None:
-    chunks = [idx.chunks[r] for r in cand.rows]
-    spans = tuple(sorted({(c.start_line + 1, c.end_line) for c in chunks}))
-    if cand.node_id is None:
-        c = chunks[0]
-        text, title, path = c.text, c.title, tuple(c.path)
-    else:
-        tree = idx.tree(cand.doc_id)
-        node = tree.get(cand.node_id)
-        text = tree.slice(start, end)
-        title, path = node.title, node.path
-    # A word piece never spans a line break, so a slice's count is the sum of its lines'.
-    tokens = (count_tokens(text) if cand.node_id is None
-              else sum(idx.line_tokens(cand.doc_id)[start:end]))
-    trimmed = False
-    if tokens > allowance:
-        text = _trim(idx, cand, chunks, start, end, allowance)
-        if not text.strip():
-            return None
-        tokens = count_tokens(text)
-        trimmed = True
-    return Section(
-        doc_id=cand.doc_id, node_id=cand.node_id, title=title, path=path,
-        start_line=start + 1, end_line=end, text=text, score=float(cand.score),
-        tokens=tokens, trimmed=trimmed, matched_spans=spans, also_in=tuple(cand.also_in),
-    )
-
-def _trim(idx: Index, cand: Candidate, chunks: list[Chunk], start: int, end: int,
-      allowance: int) -> str:
-    """Heading plus the lines of the section around its best chunks, within allowance.
-
-    Whole lines (in Markdown, usually whole paragraphs) are kept, never half of one,
-    except when even the best chunk's lines do not fit: then that chunk's text is cut
-    to the allowance. Lines holding the best-scoring chunks come first, in score order,
-    then lines after and before them; the kept lines are shown in document order with
-    ``[…]`` where text was left out.
-    """
-    if cand.node_id is None:
-        return truncate_to_tokens(chunks[0].text, allowance)
-    tree = idx.tree(cand.doc_id)
-    node = tree.get(cand.node_id)
-    heading = tree.slice(node.start, node.body_start)
-    body_lo, body_hi = node.body_start, end
-    room = allowance - count_tokens(heading) - 2 * count_tokens(_ELLIPSIS)
-    if room <= 8 or body_hi <= body_lo:
-        return truncate_to_tokens(heading, allowance)
-    cost = idx.line_tokens(cand.doc_id)
-    ranked = sorted(zip(cand.row_scores, cand.rows, strict=True), key=lambda t: -t[0])
-    keep: set[int] = set()
-    used = 0
-
-    def take(lines: range) -> bool:
-        nonlocal used
-        new = [i for i in lines if body_lo <= i < body_hi and i not in keep]
-        n = sum(cost[i] for i in new)
-        if used + n > room:
-            return False
-        keep.update(new)
-        used += n
-        return True
-
-    first = idx.chunks[ranked[0][1]]
-    if not take(range(first.start_line, first.end_line)):
-        # The best chunk's lines alone are too long: show the chunk itself, cut.
-        lo = max(first.start_char, line_starts(idx, cand.doc_id)[body_lo])
-        return heading + truncate_to_tokens(idx.text(cand.doc_id)[lo:first.end_char],
-                                            room) + "\n" + _ELLIPSIS
-    for _, row in ranked[1:]:
-        c = idx.chunks[row]
-        if c.doc_id == cand.doc_id and body_lo <= c.start_line < body_hi:
-            take(range(c.start_line, c.end_line))
-        if used >= room:
-            break
-    # Grow around the best chunk: following lines first, then preceding ones.
-    after, before = first.end_line, first.start_line - 1
-    while used < room and (after < body_hi or before >= body_lo):
-        if after < body_hi:
-            after = after + 1 if take(range(after, after + 1)) else body_hi
-        if before >= body_lo:
-            before = before - 1 if take(range(before, before + 1)) else body_lo - 1
-    parts, prev = [heading], body_lo - 1
-    for i in sorted(keep):
-        if i != prev + 1:
-            parts.append(_ELLIPSIS)
-        parts.append(tree.lines[i])
-        prev = i
-    if prev < body_hi - 1:
-        if not parts[-1].endswith("\n"):
-            parts.append("\n")
-        parts.append(_ELLIPSIS)
-    text = "".join(parts)
-    return text if count_tokens(text) <= allowance else truncate_to_tokens(text, allowance)

@@ -77,7 +77,9 @@ class RetrievalConfig:
       qasper-dev 0.1 and 0.25 lost up to 4 points at 500 tokens) is how much a block's own
       BM25 match with the question raises its chunk's score. ``packing="sections"`` hands
       over whole sections in rank order, trimming one that does not fit to its heading and
-      the lines around its matched chunks. Either way a section may take at most
+      its best pieces. Both are one planner (:func:`~.packing.pack`): a block or line too
+      long for a section's share is cut at sentences, so no ranked section is left out for
+      its size. Either way a section may take at most
       ``max(section_floor, max_section_share * budget)`` tokens (the evidence packer
       lifts this cap only to fill what the other sections left; ``evidence_cap=False``
       drops it), so one long chapter cannot crowd out every other hit.
@@ -283,11 +285,12 @@ class Retriever:
         if cfg.promote_parent >= 2:
             selected = promote(idx, selected, cfg.promote_parent, cfg.budget)
         cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
+        terms = idx.term_weights(question)
         if cfg.packing == "evidence":
-            return pack_evidence(idx, selected, cfg.budget, idx.term_weights(question),
+            return pack_evidence(idx, selected, cfg.budget, terms,
                                  lexical_weight=cfg.lexical_weight,
                                  cap=cap if cfg.evidence_cap else None)
-        return pack_sections(idx, selected, cfg.budget, cap)
+        return pack_sections(idx, selected, cfg.budget, cap, terms)
 
 
 # --- helpers ----------------------------------------------------------------------------

@@ -27,6 +27,7 @@ __all__ = [
     "count_tokens",
     "count_tokens_batch",
     "count_tokens_many",
+    "sentence_pieces",
     "span_counters",
     "truncate_to_tokens",
     "wordpiece_tokenizer",
@@ -85,6 +86,44 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
     if len(enc.ids) <= max_tokens:
         return text[: enc.offsets[-1][1]] if enc.offsets else ""
     return text[: enc.offsets[max_tokens][0]].rstrip()
+
+
+_SENTENCE_END = frozenset(".!?;。！？；")
+
+
+def sentence_pieces(text: str, most: int) -> list[tuple[int, int, int]]:
+    """``text`` tiled into ``(start, end, tokens)`` pieces of at most ``most`` word pieces.
+
+    Cuts fall after a sentence end (``. ! ? ;`` and their CJK forms) that is followed by a
+    new word, and inside a sentence longer than ``most`` at the word start that keeps the
+    window largest (at a token boundary where a run has no word start). Whitespace stays with
+    the piece before it. As every cut falls between word pieces, the pieces' counts add up to
+    ``count_tokens(text)``: a packer can take some pieces of a long line and count exactly.
+    """
+    most = max(1, most)
+    enc = wordpiece_tokenizer().encode(text, add_special_tokens=False)
+    offs = enc.offsets
+    n = len(offs)
+    if n == 0:
+        return [(0, len(text), 0)] if text else []
+    # cut[t]: a piece may start at token t (a word start); end[t]: a sentence ends before t.
+    word = [t == 0 or offs[t][0] > offs[t - 1][1] for t in range(n)]
+    stop = [t > 0 and word[t] and text[offs[t - 1][1] - 1] in _SENTENCE_END for t in range(n)]
+    out: list[tuple[int, int, int]] = []
+    a = 0  # first token of the current piece
+    while a < n:
+        b = a + 1
+        while b < n and not stop[b]:
+            b += 1
+        while b - a > most:  # a long sentence: windows cut at the last word start that fits
+            cut = next((t for t in range(a + most, a, -1) if word[t]), a + most)
+            out.append((a, cut, cut - a))
+            a = cut
+        out.append((a, b, b - a))
+        a = b
+    starts = [0] + [offs[t][0] for t, _, _ in out[1:]]
+    ends = [*starts[1:], len(text)]
+    return [(s, e, c) for s, e, (_, _, c) in zip(starts, ends, out, strict=True)]
 
 
 def _pieces(text: str) -> list[str]:

@@ -34,7 +34,7 @@ PUBLIC = {
 #: Layers from the bottom up: a module may import its own layer and the ones below.
 LAYERS = [
     {"errors", "defaults", "tokens", "_retry"},
-    {"documents", "tree", "headings"},
+    {"documents", "tree", "headings", "refs"},
     {"noise", "blocks", "chunking", "segmentation", "summaries"},
     {"lexical", "vectors", "_gemini", "embeddings", "llm"},
     {"stores"},

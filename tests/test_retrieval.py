@@ -123,7 +123,7 @@ def test_fallback_windows_are_used_directly() -> None:
     res = idx.retrieve("salinity estuary brackish bridge low tide", doc_ids=["plain_notes.txt"])
     top = res.sections[0]
     assert top.node_id is None
-    assert top.ref == f"plain_notes.txt#L{top.start_line}"
+    assert top.ref == f"plain_notes.txt#L{top.start_line}-{top.end_line}"  # its lines
     assert "Salinity readings" in top.text
     assert top.text in idx.text("plain_notes.txt")
 
