@@ -1,4 +1,4 @@
-"""Command-line front end: ``proxy-pointer tree | index | query | ask | serve | mcp``.
+"""Command-line front end: ``proxy-pointer tree | index | query | section | ask | serve | mcp``.
 
 Nothing here but argument parsing and printing; every error the library raises becomes one
 readable line on stderr and exit status 1 (2 for usage errors, 130 for Ctrl-C).
@@ -116,6 +116,13 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--per-doc", action="store_true",
                    help="batch: search only each question's doc_id")
 
+    r = sub.add_parser("section", help="print what a ref points at (a section, or lines)")
+    r.add_argument("ref", help="a ref as query prints it: doc_id#node_id (a whole section), "
+                   "doc_id#L12-30 or doc_id#L12 (1-based lines), doc_id#p3-5 (pages)")
+    _add_index_option(r)
+    r.add_argument("--json", action="store_true",
+                   help="print JSON: text, ref, title, path, start_line, end_line")
+
     s = sub.add_parser("serve", help="serve the index over HTTP (FastAPI; docs at /docs)")
     _add_index_option(s)
     s.add_argument("--host", default="127.0.0.1",
@@ -167,7 +174,7 @@ def _cmd_tree(args: argparse.Namespace) -> int:
     elif fmt == "pageindex":
         print(json.dumps(tree.to_pageindex(), ensure_ascii=False, indent=2))
     else:
-        labels = None
+        labels: dict[str, str] = {}
         if args.noise:
             from .chunking import ChunkConfig, skip_reasons
             from .noise import classify_noise, noise_labels
@@ -364,6 +371,20 @@ def _resolve_doc(idx: Index, doc_id: str) -> str:
     return resolve_doc_id(doc_id, idx.documents) or doc_id
 
 
+def _cmd_section(args: argparse.Namespace) -> int:
+    from .index import Index
+    from .refs import Ref
+    from .stores import open_store
+
+    ref = Ref.parse(args.ref)  # a malformed ref fails before the index is opened
+    section = Index.load(open_store(args.index, token=args.milvus_token)).section(ref)
+    if args.json:
+        print(json.dumps(section.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        sys.stdout.write(section.text if section.text.endswith("\n") else section.text + "\n")
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import importlib.util
     import os
@@ -429,7 +450,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 
 _COMMANDS = {"tree": _cmd_tree, "index": _cmd_index, "query": _cmd_query,
-             "serve": _cmd_serve, "ask": _cmd_ask, "mcp": _cmd_mcp}
+             "section": _cmd_section, "serve": _cmd_serve, "ask": _cmd_ask, "mcp": _cmd_mcp}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

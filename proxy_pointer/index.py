@@ -37,6 +37,7 @@ from .ingest import (
     ingest,
 )
 from .lexical import tokenize
+from .refs import Ref, SectionText, open_ref, resolve
 from .stores import (
     DocumentParts,
     DocumentRecord,
@@ -386,6 +387,12 @@ class Index:
             while len(self._trees) > 256:
                 self._trees.popitem(last=False)
         return t
+
+    def section(self, ref: Ref | str) -> SectionText:
+        """What ``ref`` (``doc#0003``, ``doc#L12-30``…) points at: :func:`~.refs.resolve`,
+        then :func:`~.refs.open_ref`, which say what they raise."""
+        r = resolve(ref, self.documents)
+        return open_ref(self.tree(r.doc_id), r)
 
     def line_tokens(self, doc_id: str) -> tuple[int, ...]:
         """Word pieces of each line of a stored document (recorded at indexing time)."""

@@ -5,8 +5,10 @@ work). Four tools over one :class:`~proxy_pointer.service.Service`, so the answe
 HTTP API's payloads:
 
 - ``search``: the sections that answer a question within a token budget, each with its
-  ``ref`` (``doc_id#node_id``), breadcrumb ``path``, 1-based inclusive lines and text;
-- ``get_section``: a whole section by its ``ref`` (the pointer a search hit carries);
+  ``ref`` (``doc_id#node_id``; ``doc_id#L12-30`` for a window of a document without
+  headings), breadcrumb ``path``, 1-based inclusive lines and text;
+- ``get_section``: what a ``ref`` points at (every ref a search hit or an outline carries:
+  a whole section, or lines);
 - ``outline``: a document's heading tree, to read the structure around a hit;
 - ``list_documents``: what the index holds.
 
@@ -58,11 +60,12 @@ PORT = 8765
 
 _INSTRUCTIONS = """\
 Search a proxy-pointer index of Markdown documents. `search` returns whole sections (not
-fragments) that answer a question, each with a `ref` (doc_id#node_id), its breadcrumb
-`path` of headings and its 1-based `start_line`-`end_line`. Cite sections by ref. To read
-more: `get_section(ref)` for a section's full text (a hit may be trimmed to fit the
-budget), `outline(doc_id)` for the document's headings around a hit (open a parent or a
-sibling with `get_section`), `list_documents()` for what is indexed.
+fragments) that answer a question, each with a `ref` (doc_id#node_id, or doc_id#L12-30 for
+lines of a document without headings), its breadcrumb `path` of headings and its 1-based
+`start_line`-`end_line`. Cite sections by ref. To read more: `get_section(ref)` for the full
+text a ref points at (a hit may be trimmed to fit the budget), `outline(doc_id)` for the
+document's headings around a hit (open a parent or a sibling with `get_section`),
+`list_documents()` for what is indexed.
 """
 
 Question = Annotated[str, Field(description="What to look for, in natural language.")]
@@ -74,7 +77,8 @@ K = Annotated[int | None, Field(description=f"Most sections to return (default {
 DocIds = Annotated[list[str] | None, Field(
     description="Search only these documents (doc_id as list_documents gives it).")]
 Ref = Annotated[str, Field(
-    description="A section pointer doc_id#node_id, as search or outline gives it.")]
+    description="A ref as search or outline gives it: doc_id#node_id (a section), "
+                "doc_id#L12-30 or doc_id#L12 (1-based lines).")]
 DocId = Annotated[str, Field(description="A document id, as list_documents gives it.")]
 
 
@@ -115,16 +119,18 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
         tool.__annotations__ = get_type_hints(tool, include_extras=True)
     server.add_tool(search, name="search", annotations=reads, description=(
         "Find the sections of the indexed documents that answer a question. Returns "
-        "`contexts`: whole sections in rank order, each with `ref` (doc_id#node_id, the "
-        "pointer get_section opens), `path` (breadcrumb of headings), `title`, 1-based "
+        "`contexts`: whole sections in rank order, each with `ref` (doc_id#node_id, or "
+        "doc_id#L12-30 for lines of a document without headings: the pointer get_section "
+        "opens), `path` (breadcrumb of headings), `title`, 1-based "
         "inclusive `start_line`/`end_line`, `text`, `score`, `tokens` and `trimmed` (true "
         "when only a window of a long section fit: open it whole with get_section); also "
         f"`tokens_used` and `budget`. budget: 1..{limits.max_budget} tokens, k: "
         f"1..{limits.max_k} sections."))
     server.add_tool(get_section, name="get_section", annotations=reads, description=(
-        "Read one whole section by its ref (doc_id#node_id from search or outline): its "
-        "full text with subsections, `title`, breadcrumb `path` and 1-based inclusive "
-        "`start_line`/`end_line`."))
+        "Read what a ref from search or outline points at: for doc_id#node_id the whole "
+        "section with subsections, for doc_id#L12-30 (or doc_id#L12) those lines. Returns "
+        "`text`, `ref`, `node_id` (null for lines), `title`, breadcrumb `path` and 1-based "
+        "inclusive `start_line`/`end_line`."))
     server.add_tool(outline, name="outline", annotations=reads, description=(
         "A document's heading tree without text: `nodes` in reading order, each with "
         "`ref`, `node_id`, `title`, `level`, `parent_id` and 1-based inclusive "

@@ -265,7 +265,8 @@ def create_app(service: Service, *, token: str | None = None,
     @app.post("/query", summary="Sections for a question, with pointers")
     def query(body: QueryRequest, request: Request) -> dict[str, Any]:
         """The CLI's ``query --json``: ``contexts`` are sections, each with its ``ref``
-        (``doc_id#node_id``) to open with ``/sections``."""
+        (``doc_id#node_id``, or ``doc_id#L12-30`` for a window of a document without
+        headings) to open with ``/sections?ref=``."""
         options = body.model_dump(exclude_none=True, exclude={"question"})
         return pinned(request, lambda: service.query(body.question, **options))
 
@@ -283,13 +284,23 @@ def create_app(service: Service, *, token: str | None = None,
             description="e.g. reports/2024.md")]) -> dict[str, Any]:
         return pinned(request, lambda: service.outline(doc_id))
 
-    @app.get("/sections/{doc_id:path}/{node_id}", summary="A section's text by pointer")
-    def section(request: Request, doc_id: str, node_id: str) -> dict[str, Any]:
+    @app.get("/sections/{doc_id:path}/{node_id}",
+             summary="A section's text by doc id and node id (or L12-30 for lines)")
+    def section(request: Request, doc_id: str, node_id: Annotated[str, PathParam(
+            description="a node id (0003, preamble), lines (L12-30, L12) or pages (p3-5)")]
+                ) -> dict[str, Any]:
         return pinned(request, lambda: service.section(doc_id, node_id))
 
-    @app.get("/sections", summary="A section's text by ref (doc_id#node_id)")
+    @app.get("/sections", summary="The text a ref points at (doc#0003, doc#L12-30, doc#p3)")
     def section_by_ref(request: Request, ref: Annotated[str, Query(
-            max_length=2_000, description="doc_id#node_id")]) -> dict[str, Any]:
+            max_length=2_000, description="a ref as /query and /documents/{doc_id}/tree give "
+            "it: doc_id#node_id (a whole section), doc_id#L12-30 or doc_id#L12 (1-based "
+            "lines), doc_id#p3-5 (pages); '#' is %23 in a URL")]) -> dict[str, Any]:
+        """A whole section with its subsections (node ref) or those lines of the stored
+        document (line ref): ``doc_id``, ``node_id`` (null for lines), ``ref``, ``title``,
+        ``path``, 1-based inclusive ``start_line``/``end_line`` and ``text``. 400 for a
+        malformed ref, 404 for a document, section or lines the index lacks (and for pages:
+        no indexed format has a page map yet)."""
         return pinned(request, lambda: service.section_by_ref(ref))
 
     @app.get("/healthz", summary="Liveness and the generation served")

@@ -4,12 +4,14 @@ Both interfaces (:mod:`.serve`, :mod:`.mcp_server`) call a :class:`Service`, so 
 on payload shapes, request limits and errors. A service loads its index once and, before a
 request, picks up a generation another writer committed since (readers keep the generation
 they opened, so a request never sees a half-written index). Bad requests raise
-:class:`~proxy_pointer.errors.ConfigError`; unknown documents or sections raise
-:class:`NotFoundError`; ``ask`` without an LLM raises :class:`UnavailableError`.
+:class:`~proxy_pointer.errors.ConfigError`; unknown documents, sections or lines raise
+:class:`~proxy_pointer.errors.NotFoundError`; ``ask`` without an LLM raises
+:class:`UnavailableError`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -20,8 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .documents import discover, resolve_doc_id
-from .errors import ConfigError, ProxyPointerError
+from .errors import ConfigError, NotFoundError, ProxyPointerError
 from .index import Index
+from .refs import Ref
 from .retrieval import RetrievalConfig
 from .stores import Store, open_store
 
@@ -30,13 +33,6 @@ if TYPE_CHECKING:
     from .llm.base import LLM
 
 __all__ = ["Limits", "NotFoundError", "Service", "UnavailableError"]
-
-
-class NotFoundError(ProxyPointerError, KeyError):
-    """No such document or section in the index."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else ""
 
 
 class UnavailableError(ProxyPointerError):
@@ -175,30 +171,29 @@ class Service:
         key = self._doc_key(doc_id)
         tree = self.index.tree(key)
         return {"doc_id": key, "title": tree.title,
-                "nodes": [{"ref": f"{key}#{n.node_id}", "node_id": n.node_id, "title": n.title,
-                           "level": n.level, "parent_id": n.parent_id,
+                "nodes": [{"ref": str(Ref(key, n.node_id)), "node_id": n.node_id,
+                           "title": n.title, "level": n.level, "parent_id": n.parent_id,
                            "start_line": n.start + 1, "end_line": n.end} for n in tree.nodes]}
 
     def section(self, doc_id: str, node_id: str) -> dict[str, Any]:
-        """A section's full text by pointer, with its breadcrumb and 1-based lines."""
-        idx = self.index
-        key = self._doc_key(doc_id)
-        tree = idx.tree(key)
-        try:
-            node = tree.get(node_id)
-        except KeyError:
-            raise NotFoundError(f"{key}: no section {node_id!r}") from None
-        return {"doc_id": key, "node_id": node.node_id, "ref": f"{key}#{node.node_id}",
-                "title": node.title, "path": list(tree.breadcrumb(node)),
-                "start_line": node.start + 1, "end_line": node.end,
-                "text": tree.section_text(node)}
+        """:meth:`section_by_ref` for a doc id and the part of a ref after its ``#``: a node
+        id (``"0003"``), lines (``"L12-30"``) or pages (``"p3"``)."""
+        return self._open(Ref.of(doc_id, node_id))
 
     def section_by_ref(self, ref: str) -> dict[str, Any]:
-        """:meth:`section` for a ref ``doc_id#node_id`` (as search results give)."""
-        doc_id, sep, node_id = ref.rpartition("#")
-        if not sep or not doc_id or not node_id:
-            raise ConfigError(f"a ref is doc_id#node_id, got {ref!r}")
-        return self.section(doc_id, node_id)
+        """The text a ref points at, as search results and outlines give them
+        (:mod:`~proxy_pointer.refs`): ``doc_id#node_id`` a whole section with its
+        subsections, ``doc_id#L12-30`` those lines (a fallback window's ref), ``doc_id#p3-5``
+        pages. Returns ``doc_id``, ``node_id`` (None for lines), ``ref``, ``title``,
+        breadcrumb ``path``, 1-based inclusive ``start_line``/``end_line`` and ``text``.
+        :class:`ConfigError` for a malformed ref, :class:`NotFoundError` for a document,
+        section or lines the index lacks, and for pages (no page map yet)."""
+        return self._open(Ref.parse(ref))
+
+    def _open(self, ref: Ref) -> dict[str, Any]:
+        with self.pinned() as idx:
+            key = self._doc_key(ref.doc_id)  # the message names the store
+            return idx.section(dataclasses.replace(ref, doc_id=key)).to_dict()
 
     def add_documents(self, paths: Sequence[str] = (), texts: Sequence[tuple[str, str]] = (),
                       *, root: str | os.PathLike[str] | None = None, prune: bool = False,

@@ -32,6 +32,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .llm.base import LLM
+from .refs import Ref
 from .retrieval import Section
 from .tree import split_lines
 
@@ -129,10 +130,11 @@ def build_prompt(question: str, sections: Sequence[Section]) -> tuple[str, str]:
 class Citation:
     """One citation found in an answer.
 
-    ``start_line`` / ``end_line`` are 1-based and inclusive, as the model wrote them (``None``
-    when it cited the section without lines; equal for a single line). ``raw`` is the whole
-    bracket as it appears in the text, e.g. ``"[a.md#0003, lines 3-5; b.md#0001]"``, shared
-    by all citations in one bracket.
+    ``node_id`` is the part of the ref after ``#``: a node id, or for a fallback window its
+    lines (``L12-30``). ``start_line`` / ``end_line`` are 1-based and inclusive, as the
+    model wrote them (``None`` when it cited the section without lines; equal for a single
+    line). ``raw`` is the whole bracket as it appears in the text, e.g. ``"[a.md#0003,
+    lines 3-5; b.md#0001]"``, shared by all citations in one bracket.
     """
 
     doc_id: str
@@ -143,8 +145,17 @@ class Citation:
 
     @property
     def ref(self) -> str:
-        """``doc_id#node_id``, comparable with ``Section.ref``."""
+        """``doc_id#node_id`` (or ``doc_id#L12-30``), comparable with ``Section.ref``."""
         return f"{self.doc_id}#{self.node_id}"
+
+    @property
+    def target(self) -> Ref | None:
+        """The cited ref, to open with :meth:`Index.section <proxy_pointer.index.Index.section>`;
+        ``None`` when the model wrote no well-formed ref."""
+        try:
+            return Ref.of(self.doc_id, self.node_id)
+        except ConfigError:
+            return None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -166,10 +177,12 @@ class Citation:
 
 _BRACKET_RE = re.compile(r"\[([^\[\]\n]*#[^\[\]\n]*)\]")
 # A ref: a doc id (a relative path: letters, digits, / . - _ and even spaces) then '#' and a
-# node id ("0003", "preamble", or "L12" for a fallback window). Optional line part after it.
+# node id ("0003", "preamble") or a line range ("L12-30" for a fallback window, also written
+# "L12 – L30"). Optional line part after it.
 _REF_RE = re.compile(
     r"""^[`'"*\s]*(?P<doc>[^\s#`'"*][^#`'"*]*?)
-        \s*\#(?P<node>[A-Za-z0-9](?:[\w.-]*[A-Za-z0-9])?)[`'"*]*
+        \s*\#(?P<node>[Lp]\d+\s*(?:-|–|—|to)\s*[Lp]?\d+
+                    |[A-Za-z0-9](?:[\w.-]*[A-Za-z0-9])?)[`'"*]*
         (?:\s*[,:]?\s*(?:lines?|ll?\.|L)\s*(?P<a>\d+)(?:\s*(?:-|–|—|to)\s*L?(?P<b>\d+))?)?
         [\s.]*$""",
     re.VERBOSE | re.IGNORECASE,
@@ -180,11 +193,19 @@ _LINES_RE = re.compile(
 )
 
 
+_RANGE_RE = re.compile(r"([Lp])(\d+)\s*(?:-|–|—|to)\s*[Lp]?(\d+)", re.IGNORECASE)
+
+
 def _citation(doc: str, node: str, a: str | None, b: str | None, raw: str) -> Citation:
     start = int(a) if a else None
     end = int(b) if b else start
     if start is not None and end is not None and end < start:
         start, end = end, start
+    span = _RANGE_RE.fullmatch(node)
+    if span:  # a range as the model spelled it ("L12 – L30"): in a ref's one spelling
+        kind, first, last = span.groups()
+        kind = "L" if kind in "Ll" else "p"
+        node = f"{kind}{first}" if int(first) == int(last) else f"{kind}{first}-{last}"
     return Citation(doc.strip(), node, start, end, raw)
 
 
@@ -193,7 +214,8 @@ def parse_citations(text: str) -> list[Citation]:
 
     Understands ``[a#b, lines 3-5]``, ``[a#b, line 3]``, ``[a#b]``, several refs in one
     bracket separated by ``;`` (or by ``,`` before another ref), doc ids that are paths
-    (``papers/1503.00841.md``), fallback refs ``[doc#L12]``, and en dashes or "to" in ranges.
+    (``papers/1503.00841.md``), line-range refs of fallback windows ``[doc#L12-30]`` (also
+    ``[doc#L12-30, lines 13-14]``), and en dashes or "to" in ranges.
     Brackets that hold no ref (``[1]``, a link's text) are ignored. Never raises.
     """
     found: list[Citation] = []

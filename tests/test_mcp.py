@@ -96,6 +96,11 @@ async def test_stdio_tools_answer_with_the_service_payloads(index_dir: Path,
             assert section["text"] == "".join(lines[section["start_line"] - 1:
                                                     section["end_line"]])
 
+            lines = _data(await session.call_tool("get_section",
+                                                  {"ref": f"{hit['doc_id']}#L1-2"}))
+            assert lines == service.section_by_ref(f"{hit['doc_id']}#L1-2")
+            assert lines["node_id"] is None and lines["end_line"] == 2
+
             doc = hit["doc_id"].removesuffix(".md")  # ids also resolve without the suffix
             outline = _data(await session.call_tool("outline", {"doc_id": doc}))
             assert outline == service.outline(hit["doc_id"])
@@ -123,6 +128,8 @@ async def test_stdio_errors_are_tool_errors_with_the_message(index_dir: Path,
             assert "no section '9999'" in await call("get_section",
                                                      {"ref": "1908.05828.md#9999"})
             assert "doc_id#node_id" in await call("get_section", {"ref": "no-pointer"})
+            assert "no line 99999" in await call("get_section",
+                                                 {"ref": "1908.05828.md#L1-99999"})
             assert "the question is empty" in await call("search", {"question": "  "})
             assert "budget must be" in await call("search", {"question": "x", "budget": 10**9})
             assert "k" in await call("search", {"question": "x", "k": 0})  # schema: k >= 1

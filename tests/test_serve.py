@@ -176,6 +176,14 @@ def test_unknown_document_or_section_is_404(client: TestClient) -> None:
     assert "9999" in _error(client.get("/sections/papers/1908.05828.md/9999"), 404)
     _error(client.get("/sections/papers/missing.md/0001"), 404)
     assert "doc_id#node_id" in _error(client.get("/sections", params={"ref": "no-hash"}), 400)
+    # Lines are refs too: in range they open, past the end they are missing, malformed 400.
+    lines = client.get("/sections", params={"ref": "papers/1908.05828#L1-2"})
+    assert lines.status_code == 200 and lines.json()["ref"] == "papers/1908.05828.md#L1-2"
+    assert lines.json() == client.get("/sections/papers/1908.05828.md/L1-2").json()
+    assert "no line 99999" in _error(client.get(
+        "/sections", params={"ref": "papers/1908.05828.md#L1-99999"}), 404)
+    assert "no page map" in _error(client.get("/sections/papers/1908.05828.md/p1"), 404)
+    assert "L12-30" in _error(client.get("/sections/papers/1908.05828.md/L0"), 400)
 
 
 def test_oversize_bodies_are_refused_with_413_before_parsing(built: Path) -> None:

@@ -21,6 +21,7 @@ from proxy_pointer.llm import (
     llm_from_env,
     make_llm,
 )
+from proxy_pointer.refs import Ref
 from proxy_pointer.retrieval import Section
 from proxy_pointer.synthesis import (
     ENABLE_SYNTHESIS_HINT,
@@ -452,7 +453,7 @@ def test_build_prompt_lays_out_sections():
     assert '<section id="papers/1503.00841.md#0003" lines="10-14">' in prompt
     assert "Path: Distilling the Knowledge > 3 Method > Training" in prompt
     assert "10 | line 10\n11 | line 11" in prompt
-    assert '<section id="notes/plain.txt#L1" lines="1-2">' in prompt
+    assert '<section id="notes/plain.txt#L1-2" lines="1-2">' in prompt
     assert "Path: plain.txt\n1 | line 1\n2 | line 2\n</section>" in prompt
     assert prompt.index("<section") < prompt.index("Question: How is the student trained?")
 
@@ -530,8 +531,8 @@ def test_check_citation():
     given_sections = [section(), section(doc="x.txt", node=None, start=5, end=8)]
     [ok, whole, fallback, elsewhere, outside, straddle] = parse_citations(
         "[papers/1503.00841.md#0003, lines 11-14] [papers/1503.00841.md#0003] "
-        "[x.txt#L5, line 8] [papers/1503.00841.md#0004, line 3] "
-        "[papers/1503.00841.md#0003, lines 90-95] [x.txt#L5, lines 4-6]"
+        "[x.txt#L5-8, line 8] [papers/1503.00841.md#0004, line 3] "
+        "[papers/1503.00841.md#0003, lines 90-95] [x.txt#L5-8, lines 4-6]"
     )
     assert check_citation(ok, given_sections) is None
     assert check_citation(whole, given_sections) is None
@@ -539,6 +540,35 @@ def test_check_citation():
     assert "not retrieved" in check_citation(elsewhere, given_sections)
     assert "outside the section (lines 10-14)" in check_citation(outside, given_sections)
     assert "outside the section (lines 5-8)" in check_citation(straddle, given_sections)
+
+
+def test_line_range_refs_of_windows_are_cited_and_checked():
+    window = section(doc="notes/x.txt", node=None, start=12, end=30)
+    assert window.ref == "notes/x.txt#L12-30"
+    text = ("[notes/x.txt#L12-30] [notes/x.txt#L12-30, lines 13-14] [notes/x.txt#L12 – L30] "
+            "[notes/x.txt#L12-30, lines 29-31] [notes/x.txt#L12, line 12] [notes/x.txt#p3-5]")
+    cited = parse_citations(text)
+    assert [(c.ref, c.start_line, c.end_line) for c in cited] == [
+        ("notes/x.txt#L12-30", None, None),
+        ("notes/x.txt#L12-30", 13, 14),
+        ("notes/x.txt#L12-30", None, None),  # spelled loosely, read in the one spelling
+        ("notes/x.txt#L12-30", 29, 31),
+        ("notes/x.txt#L12", 12, 12),
+        ("notes/x.txt#p3-5", None, None),
+    ]
+    assert [c.target for c in cited[:2]] == [Ref("notes/x.txt", lines=(12, 30))] * 2
+    assert cited[5].target == Ref("notes/x.txt", pages=(3, 5))
+    problems = [check_citation(c, [window]) for c in cited]
+    assert problems[:3] == [None, None, None]
+    assert "outside the section (lines 12-30)" in problems[3]
+    assert "not retrieved" in problems[4] and "not retrieved" in problems[5]
+    answer = synthesize("q", [window], ScriptedLLM("Fine [notes/x.txt#L12-30, lines 13-14]."))
+    assert answer.grounded and answer.cited_sections == (window,)
+
+
+def test_citation_target_is_none_for_a_malformed_ref():
+    [c] = parse_citations("[a.md#L012, line 3]")
+    assert c.ref == "a.md#L012" and c.target is None
 
 
 # --------------------------------------------------------------------------- synthesize
