@@ -16,7 +16,12 @@ for every new gap, an ``[…]`` marker, so the count is exact.
 The per-section choice between the whole section and its best pieces follows the order:
 
 * ``order="evidence"`` (the default, :func:`pack_evidence`) takes the best units across all
-  sections first, each section within ``cap`` until the others had their turn; then what
+  sections first, each section within ``cap`` until the others had their turn. That is
+  the choice between a whole block and pieces by expected evidence per token: the pieces
+  under one chunk go in reading order (a run of sentences keeps a paragraph whole), and
+  the pieces of a line barely over the share (up to ``_PARAGRAPH_LINE`` times: a long
+  paragraph, not a section held on one line) wait while their section has whole blocks
+  under hits, since part of a paragraph seldom holds a whole piece of evidence. Then what
   is left grows the opened sections around their units, in rank order, up to whole
   sections: a small section is handed over whole, a large one as its best pieces. A
   section that still holds under ``_MIN_WINDOW`` tokens (and is not whole) gives them back
@@ -129,7 +134,7 @@ def pack(index: Index, selected: Selected, budget: int, terms: dict[str, float],
     most = budget if cap is None else min(cap, budget)
     norm = sum(terms.values()) or 1.0
     plans = [_plan(index, cand, start, end, budget, most, ell) for cand, (start, end) in selected]
-    # (-score, order, plan, unit): within one chunk (equal scores) the block that matches
+    # (-score, tie, plan, unit): within one chunk (equal scores) the block that matches
     # the question's words best goes first; the pieces of a long line go in reading order,
     # since a run of sentences keeps a paragraph whole where a patchwork of them would not
     # (starting at the best-matching piece instead lost 1-2 of 21 questions on the 10-Ks'
@@ -138,8 +143,8 @@ def pack(index: Index, selected: Selected, budget: int, terms: dict[str, float],
     for k, p in enumerate(plans):
         for u, (score, lex) in enumerate(_unit_scores(index, p, terms, norm)):
             if score > 0:
-                order = -lex if p.units[u][2] is None else 0.0
-                ranked.append((-score * (1 + lexical_weight * lex), order, k, u))
+                tie = -lex if p.units[u][2] is None else 0.0
+                ranked.append((-score * (1 + lexical_weight * lex), tie, k, u))
     ranked.sort()
     left = budget
     if order == "evidence":

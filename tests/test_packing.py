@@ -117,3 +117,12 @@ def test_pieces_end_at_sentences() -> None:
                    "Nobody knows; ", "the log is empty."]
     short = "U.S. law"
     assert [short[a:b] for a, b, _ in sentence_pieces(short, 100)] == ["U.S. ", "law"]
+
+
+def test_the_two_orders_differ_where_they_should(hashed: Index) -> None:
+    # Rank order fills each section to its share before the next (the first stays within
+    # it); evidence order takes the best units first, then grows sections past the share.
+    ev = hashed.retrieve(QUESTION, budget=1000)
+    sec = hashed.retrieve(QUESTION, budget=1000, packing="sections")
+    assert ev.context != sec.context
+    assert sec.sections[0].tokens <= 400 < ev.sections[0].tokens
