@@ -1,0 +1,675 @@
+"""Document shapes: retrieval on variants of each dev set shaped like manuals and converted files.
+
+Users index manuals and converted PDFs and HTML, not tidy papers. Each dataset is rewritten
+into six *shapes* (the questions stay the same) and measured with the common harness (same
+packing rule and metrics as ``run_benchmark.py``):
+
+* ``original``: unchanged (a folder of symlinks);
+* ``long-lines``: in every section body all prose lines and paragraphs joined into ONE line
+  (single spaces); heading lines, fenced code and Markdown table rows kept as they are. In
+  finance-10k the HTML ``<table>`` blocks are prose to this rule and are joined too;
+* ``no-headings``: every ATX heading line (outside fenced code) removed;
+* ``html-tables``: every Markdown table rewritten as one HTML ``<table>`` (one ``<tr>`` per
+  row, ``<th>`` for the header row, the delimiter row dropped). Gold passages copied from
+  table rows no longer occur in the text; that is accepted and reported (``gold gone``);
+* ``short-sections``: before each paragraph of a section's body after the first, a heading
+  one level deeper (at most 6) titled ``<section title> (part N)``; gold section paths are
+  not changed, so section hits drop by construction (any-hit is the measure);
+* ``duplicates``: every document twice (``X.md`` and ``X-copy.md``, identical text).
+
+The variant writers are pure functions (text -> text) over one line scanner that knows ATX
+headings, fences (``` / ~~~) and table rows (lines starting with ``|``).
+
+Methods: ``proxy-pointer`` (library defaults, evidence packing) and
+``proxy-pointer-sections`` (whole-section packing); scopes per-doc and corpus; budgets 500,
+1000 and 2000 MiniLM word pieces; the bundled MiniLM behind the shared embedding cache in
+``benchmarks/.work/cache`` (always this repository's, whatever code is measured).
+
+``--code DIR`` measures another checkout's library (e.g. a ``git worktree`` of the commit
+before a change): DIR goes first on ``sys.path`` before anything imports ``proxy_pointer``;
+the harness is always this repository's. Results are stored per (label, dataset, variant)
+in ``benchmarks/.work/shapes/results/<label>-<dataset>-<variant>.json`` as soon as each is
+done and reused unless ``--force``; ``--report`` reads them all and writes
+``benchmarks/results/shapes.{json,md}`` (labels ``before`` and ``after``)::
+
+    git worktree add /work/baseline <commit-before>
+    HF_HUB_OFFLINE=1 python benchmarks/bench_shapes.py --code /work/baseline --label before
+    HF_HUB_OFFLINE=1 python benchmarks/bench_shapes.py --label after
+    python benchmarks/bench_shapes.py --report
+
+Smoke run: ``--embedder hash --limit 5 --label smoke --datasets finance-10k``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+DATA = ROOT.parent / "shared" / "data"
+WORK = BENCH / ".work" / "shapes"
+RESULTS = WORK / "results"
+CACHE = BENCH / ".work" / "cache"
+OUT = BENCH / "results" / "shapes"
+
+DATASETS = ("finance-10k", "qasper-dev")
+# Cheapest first: original, duplicates and html-tables are mostly embedding-cache hits.
+VARIANTS = ("original", "duplicates", "html-tables", "long-lines", "no-headings",
+            "short-sections")
+METHODS = ("proxy-pointer", "proxy-pointer-sections")
+SCOPES = ("per-doc", "corpus")
+BUDGETS = (500, 1000, 2000)
+MINILM = "sentence-transformers:all-MiniLM-L6-v2"  # the model_id the report accepts
+
+
+# --------------------------------------------------------------------------- line scanner
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)")
+_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_TABLE = re.compile(r"^ {0,3}\|")
+_DELIMITER = re.compile(r"^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+
+
+def heading(line: str) -> tuple[int, str] | None:
+    """``(level, title)`` of an ATX heading line, else None (title without closing #s)."""
+    m = _ATX.match(line)
+    if not m:
+        return None
+    return len(m.group(1)), _CLOSING.sub("", line[m.end():].rstrip()).strip()
+
+
+def scan(text: str) -> list[tuple[str, list[str]]]:
+    """The blocks of ``text`` in order, as ``(kind, lines)``; joining every block's lines
+    with newlines gives ``text`` back.
+
+    Kinds: ``heading`` (one line), ``fence`` (one fenced block, its fences included; an
+    unclosed fence runs to the end), ``table`` (consecutive table rows), ``text`` (consecutive
+    other non-blank lines) and ``blank`` (consecutive blank lines). Headings, tables and
+    blank lines inside a fence are part of the fence.
+    """
+    blocks: list[tuple[str, list[str]]] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        if fence is not None:
+            blocks[-1][1].append(line)
+            stripped = line.strip()
+            if (len(line) - len(line.lstrip(" ")) <= 3 and stripped
+                    and set(stripped) == {fence[0]} and len(stripped) >= len(fence)):
+                fence = None
+            continue
+        m = _FENCE.match(line)
+        if m:
+            fence = m.group(1)
+            blocks.append(("fence", [line]))
+            continue
+        if heading(line):
+            blocks.append(("heading", [line]))
+            continue
+        kind = "table" if _TABLE.match(line) else "blank" if not line.strip() else "text"
+        if blocks and blocks[-1][0] == kind and kind != "heading":
+            blocks[-1][1].append(line)
+        else:
+            blocks.append((kind, [line]))
+    return blocks
+
+
+def _join(blocks: list[tuple[str, list[str]]]) -> str:
+    return "\n".join(line for _, lines in blocks for line in lines)
+
+
+# --------------------------------------------------------------------------- variant writers
+
+def long_lines(text: str) -> str:
+    """Every run of prose between headings, fences and tables joined into one line.
+
+    Blank lines inside a run go (its paragraphs are joined with single spaces too); blocks are
+    separated by one blank line; heading lines, fences and table rows are unchanged.
+    """
+    groups: list[list[str]] = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            groups.append([" ".join(prose)])
+            prose.clear()
+
+    for kind, lines in scan(text):
+        if kind == "text":
+            prose.extend(line.strip() for line in lines)
+        elif kind == "blank":
+            continue
+        else:
+            flush()
+            groups.append(lines)
+    flush()
+    return "\n\n".join("\n".join(g) for g in groups) + ("\n" if text.endswith("\n") else "")
+
+
+def no_headings(text: str) -> str:
+    """Every ATX heading line outside fenced code removed."""
+    return _join([b for b in scan(text) if b[0] != "heading"])
+
+
+def _cells(row: str) -> list[str]:
+    row = row.strip()
+    row = row[1:] if row.startswith("|") else row
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return [c.strip() for c in re.split(r"(?<!\\)\|", row)]
+
+
+def table_html(rows: list[str]) -> list[str]:
+    """Markdown table rows as HTML lines: ``<table>``, one ``<tr>`` per row, ``</table>``.
+
+    The row before a delimiter row is a header (``<th>``); delimiter rows are dropped; cell
+    text is kept as written (not escaped).
+    """
+    out = ["<table>"]
+    for i, row in enumerate(rows):
+        if _DELIMITER.match(row):
+            continue
+        tag = "th" if i + 1 < len(rows) and _DELIMITER.match(rows[i + 1]) else "td"
+        out.append("<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in _cells(row)) + "</tr>")
+    out.append("</table>")
+    return out
+
+
+def html_tables(text: str) -> str:
+    """Every Markdown table rewritten as one HTML ``<table>``; nothing else changes."""
+    return _join([("table", table_html(lines)) if kind == "table" else (kind, lines)
+                  for kind, lines in scan(text)])
+
+
+def short_sections(text: str) -> str:
+    """Before each paragraph of a section's body after the first, a heading one level deeper
+    (at most 6) titled ``<section title> (part N)``, N = 2, 3, ...
+
+    A paragraph is a run of non-blank blocks (text, table, fence) between blank lines or
+    headings. Text before the first heading belongs to no section and is left alone.
+    """
+    out: list[tuple[str, list[str]]] = []
+    section: tuple[int, str] | None = None
+    part = 0
+    previous = "blank"
+    for kind, lines in scan(text):
+        if kind == "heading":
+            section, part = heading(lines[0]), 0
+        elif kind != "blank" and section is not None and previous in ("blank", "heading"):
+            part += 1
+            if part > 1:
+                level, title = section
+                name = f"{title} (part {part})" if title else f"(part {part})"
+                out.append(("heading", ["#" * min(level + 1, 6) + " " + name, ""]))
+        out.append((kind, lines))
+        previous = kind
+    return _join(out)
+
+
+TRANSFORMS: dict[str, Callable[[str], str]] = {
+    "long-lines": long_lines,
+    "no-headings": no_headings,
+    "html-tables": html_tables,
+    "short-sections": short_sections,
+}
+
+
+def _self_check() -> None:
+    """Cheap assertions on a tiny document (runs at every start)."""
+    doc = ("# Title\n\nIntro one\nintro two.\n\nSecond para.\n\n## Data #\n\n| a | b |\n"
+           "|---|:-:|\n| 1 | 2 |\n\n```\n# not a heading\n\ncode\n```\nAfter code.\n")
+    assert [k for k, _ in scan(doc)] == ["heading", "blank", "text", "blank", "text", "blank",
+                                         "heading", "blank", "table", "blank", "fence", "text",
+                                         "blank"], scan(doc)
+    assert _join(scan(doc)) == doc
+    assert heading("## Data #") == (2, "Data") and heading("#5 ways") is None
+    assert long_lines(doc) == ("# Title\n\nIntro one intro two. Second para.\n\n## Data #\n\n"
+                               "| a | b |\n|---|:-:|\n| 1 | 2 |\n\n```\n# not a heading\n\n"
+                               "code\n```\n\nAfter code.\n"), long_lines(doc)
+    assert no_headings(doc) == doc.replace("# Title\n", "").replace("## Data #\n", "")
+    assert "<tr><th>a</th><th>b</th></tr>\n<tr><td>1</td><td>2</td></tr>" in html_tables(doc)
+    assert "|" not in html_tables(doc)
+    ss = short_sections(doc)
+    assert ss.count("## Title (part 2)\n\nSecond para.") == 1 and "(part 3)" not in ss, ss
+    assert "### Data (part 2)\n\n```\n# not a heading" in ss and "Data (part 3)" not in ss, ss
+    for f in TRANSFORMS.values():
+        assert " ".join(f(doc).split()).count("Second para.") == 1
+
+
+# --------------------------------------------------------------------------- variant folders
+
+def _variant_files(src: Path, variant: str) -> dict[str, str | Path]:
+    """Output file name -> new text, or the source Path to symlink (unchanged)."""
+    files: dict[str, str | Path] = {}
+    for doc in sorted((src / "docs").glob("*.md")):
+        if variant == "original":
+            files[doc.name] = doc
+        elif variant == "duplicates":
+            files[doc.name] = doc
+            files[f"{doc.stem}-copy.md"] = doc
+        else:
+            text = doc.read_text(encoding="utf-8")
+            new = TRANSFORMS[variant](text)
+            files[doc.name] = doc if new == text else new
+    return files
+
+
+def prepare_variant(data: Path, dataset: str, variant: str) -> tuple[Path, dict]:
+    """The derived dataset folder (written once, reused while its content is the same) and
+    counts of what the variant changed."""
+    src = data / dataset
+    files = _variant_files(src, variant)
+    digest = hashlib.sha256(variant.encode())
+    for name, item in files.items():
+        digest.update(name.encode())
+        digest.update(str(item.resolve()).encode() if isinstance(item, Path)
+                      else item.encode("utf-8"))
+    digest.update((src / "questions.jsonl").read_bytes())
+    stamp = digest.hexdigest()
+    out = WORK / f"{dataset}-{variant}"
+    stats = {"files": len(files),
+             "rewritten": sum(not isinstance(v, Path) for v in files.values())}
+    if (out / ".digest").is_file() and (out / ".digest").read_text() == stamp:
+        return out, stats
+    tmp = WORK / f".{dataset}-{variant}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "docs").mkdir(parents=True)
+    for name, item in files.items():
+        if isinstance(item, Path):
+            (tmp / "docs" / name).symlink_to(item.resolve())
+        else:
+            (tmp / "docs" / name).write_text(item, encoding="utf-8")
+    shutil.copy(src / "questions.jsonl", tmp / "questions.jsonl")
+    (tmp / "SOURCE.md").write_text(
+        f"{dataset} in the `{variant}` shape of benchmarks/bench_shapes.py (see its docstring "
+        f"and {dataset}/SOURCE.md); {stats['rewritten']} of {stats['files']} documents "
+        "rewritten, the others are symlinks; questions.jsonl unchanged.\n", encoding="utf-8")
+    (tmp / ".digest").write_text(stamp)
+    old = WORK / f".{dataset}-{variant}.old-{os.getpid()}"
+    if out.exists():
+        out.rename(old)
+    tmp.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+    return out, stats
+
+
+def gold_coverage(docs: dict[str, str], questions: Any) -> dict:
+    """How many evidence questions lost some / all of their gold passages in the variant."""
+    norm: dict[str, str] = {}
+    some = every = n = 0
+    for q in questions:
+        if not q.evidence:
+            continue
+        n += 1
+        text = norm.setdefault(q.doc_id, " ".join(docs[q.doc_id].split()).casefold())
+        found = [" ".join(p.split()).casefold() in text for ann in q.evidence for p in ann]
+        some += not all(found)
+        every += not any(found)
+    return {"evidence_questions": n, "some_gold_missing": some, "all_gold_missing": every}
+
+
+# --------------------------------------------------------------------------- measuring
+
+def git_state(code: Path) -> dict:
+    """Commit and dirtiness of ``code`` (read-only git calls, no index refresh)."""
+    def git(*args: str) -> str | None:
+        try:
+            return subprocess.run(["git", "--no-optional-locks", "-C", str(code), *args],
+                                  capture_output=True, text=True, check=True).stdout
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    changed = [line[3:] for line in (status or "").splitlines()]
+    return {"dir": str(code), "commit": commit.strip() if commit else None,
+            "dirty": bool(changed) if status is not None else None,
+            "dirty_files": changed[:50]}
+
+
+def load_harness(code: Path) -> dict[str, Any]:
+    """Put ``code`` first on sys.path, import proxy_pointer from it, then the harness."""
+    code = code.resolve()
+    if not (code / "proxy_pointer" / "__init__.py").is_file():
+        raise SystemExit(f"{code}: no proxy_pointer package there")
+    if "proxy_pointer" in sys.modules:
+        raise SystemExit("proxy_pointer was imported before --code took effect")
+
+    def fix_path() -> None:
+        keep = [p for p in sys.path if p and Path(p).resolve() not in (code, BENCH, ROOT)]
+        sys.path[:] = [str(code), str(BENCH), *keep] + ([str(ROOT)] if code != ROOT else [])
+
+    fix_path()
+    import proxy_pointer
+
+    where = Path(proxy_pointer.__file__).resolve()
+    if code not in where.parents:
+        raise SystemExit(f"proxy_pointer imported from {where}, not from {code}")
+    import harness.methods.proxy as proxy_adapter  # this repo's harness
+    import harness.methods.windows as windows_adapter
+    import run_benchmark as rb
+    from harness.dataset import load_dataset
+    from harness.runner import run_benchmark
+
+    fix_path()  # run_benchmark put this repo back in front; keep spawned workers on `code`
+    return {"load_dataset": load_dataset, "run_benchmark": run_benchmark,
+            "make_embedder": rb.make_embedder, "proxy_adapter": proxy_adapter,
+            "windows_adapter": windows_adapter, "proxy_pointer": where.parent}
+
+
+def _summary(raw: dict, method: str) -> dict:
+    entry = raw["methods"][method]
+    out: dict[str, Any] = {"status": entry.get("status"), "reason": entry.get("reason")}
+    if entry.get("status") != "ok":
+        return out
+    build = entry["build"]
+    out.update(chunks=build["units"], build_seconds=build["seconds"],
+               embed_texts=build["embed_texts"], embed_computed=build["embed_computed"],
+               index_bytes=build["index_bytes"], scopes={})
+    for scope, res in entry["scopes"].items():
+        if res.get("status") != "ok":
+            out["scopes"][scope] = {"status": res.get("status"), "reason": res.get("reason")}
+            continue
+        out["scopes"][scope] = {
+            "latency_ms": res["latency_ms"],
+            "budgets": {b: {key: agg.get(key) for key in (
+                "questions", "any_hit", "any_hit_n", "full_hit", "mrr", "section_hit",
+                "section_hit_n", "section_exact", "tokens_mean", "cut_share")}
+                for b, agg in res["budgets"].items()}}
+    return out
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _log(msg: str) -> None:
+    print(f"[shapes {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def measure(args: argparse.Namespace) -> int:
+    code = Path(args.code).resolve()
+    h = load_harness(code)
+    git = git_state(code)
+    _log(f"label {args.label}: measuring {h['proxy_pointer']} (commit "
+         f"{(git['commit'] or '?')[:12]}{', dirty' if git['dirty'] else ''})")
+    embedder = h["make_embedder"](args.embedder, str(CACHE))
+    data = Path(args.data)
+    failures = 0
+    for dataset in args.datasets:
+        for variant in args.variants:
+            path = RESULTS / f"{args.label}-{dataset}-{variant}.json"
+            record: dict[str, Any] | None = None
+            if path.is_file() and not args.force:
+                record = json.loads(path.read_text(encoding="utf-8"))
+                if (record.get("embedder") != embedder.model_id
+                        or record.get("limit") != args.limit):
+                    _log(f"{path.name}: stored with another embedder/limit; measuring again")
+                    record = None
+            done = {m for m, s in (record or {}).get("methods", {}).items()
+                    if s.get("status") == "ok"}
+            todo = [m for m in args.methods if m not in done]
+            if not todo:
+                _log(f"{dataset}/{variant}: stored in {path.name}, reused")
+                continue
+            folder, stats = prepare_variant(data, dataset, variant)
+            ds = h["load_dataset"](folder, limit=args.limit)
+            coverage = gold_coverage(ds.docs, ds.questions)
+            _log(f"{dataset}/{variant}: {len(ds.docs)} documents ({stats['rewritten']} "
+                 f"rewritten), {len(ds.questions)} questions, gold wholly gone for "
+                 f"{coverage['all_gold_missing']}/{coverage['evidence_questions']}; "
+                 f"running {', '.join(todo)}")
+            t0 = time.perf_counter()
+            try:
+                raw = h["run_benchmark"](ds, methods=todo, scopes=list(args.scopes),
+                                         budgets=list(BUDGETS), embedder=embedder,
+                                         memory=False)
+            except Exception as exc:  # keep the other variants going
+                failures += 1
+                _log(f"{dataset}/{variant}: FAILED - {type(exc).__name__}: {exc}")
+                continue
+            finally:
+                # Indexes are shared by id(dataset): drop them before the next dataset object
+                # can reuse that id (and free their memory).
+                h["proxy_adapter"].restore_cache({})
+                h["windows_adapter"].restore_cache({})
+            seconds = time.perf_counter() - t0
+            if record is None:
+                record = {"label": args.label, "dataset": dataset, "variant": variant,
+                          "embedder": embedder.model_id, "limit": args.limit,
+                          "documents": len(ds.docs), "questions": len(ds.questions),
+                          "variant_stats": stats, "gold": coverage, "methods": {},
+                          "runs": []}
+            record["methods"].update({m: _summary(raw, m) for m in todo})
+            record["runs"].append({
+                "date": time.strftime("%Y-%m-%d"),
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "methods": todo,
+                "code": git, "seconds": seconds, "harness_seconds": raw["seconds"],
+                "query_embedding": raw["query_embedding"], "environment": raw["environment"],
+                "config": raw["config"], "harness_methods": raw["methods"]})
+            _write_json(path, record)
+            bad = [m for m in todo if record["methods"][m].get("status") != "ok"]
+            failures += bool(bad)
+            _log(f"{dataset}/{variant}: done in {seconds:.0f}s -> {path}"
+                 + (f" (NOT ok: {', '.join(bad)})" if bad else ""))
+            _log(f"{dataset}/{variant}: " + _brief(record))
+    return 1 if failures else 0
+
+
+def _brief(record: dict) -> str:
+    parts = []
+    for m, s in record["methods"].items():
+        for scope, res in s.get("scopes", {}).items():
+            if "budgets" in res:
+                vals = "/".join(_pct(res["budgets"][str(b)]["any_hit"]) for b in BUDGETS)
+                parts.append(f"{m} {scope} any {vals}")
+    return "; ".join(parts)
+
+
+# --------------------------------------------------------------------------- report
+
+SERIES = (("before: evidence (default)", "before", "proxy-pointer"),
+          ("before: whole sections", "before", "proxy-pointer-sections"),
+          ("after: default", "after", "proxy-pointer"),
+          ("after: whole sections", "after", "proxy-pointer-sections"))
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}"
+
+
+def _metric(records: dict, label: str, dataset: str, variant: str, method: str, scope: str,
+            budget: int, key: str = "any_hit") -> float | None:
+    rec = records.get((label, dataset, variant))
+    try:
+        return rec["methods"][method]["scopes"][scope]["budgets"][str(budget)][key]
+    except (KeyError, TypeError):
+        return None
+
+
+def report(args: argparse.Namespace) -> int:
+    records: dict[tuple[str, str, str], dict] = {}
+    skipped = []
+    for path in sorted(RESULTS.glob("*.json")):
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        if rec.get("limit") is not None or rec.get("embedder") != MINILM:
+            skipped.append(f"{path.name} (embedder {rec.get('embedder')}, limit "
+                           f"{rec.get('limit')})")
+            continue
+        records[(rec["label"], rec["dataset"], rec["variant"])] = rec
+    if not records:
+        print(f"no stored full MiniLM results under {RESULTS}", file=sys.stderr)
+        return 2
+    datasets = [d for d in DATASETS if any(k[1] == d for k in records)]
+    datasets += sorted({k[1] for k in records} - set(datasets))
+    variants = [v for v in VARIANTS if any(k[2] == v for k in records)]
+
+    codes: dict[str, list[dict]] = {}
+    for (label, _, _), rec in sorted(records.items()):
+        for run in rec["runs"]:
+            c = run["code"]
+            if c not in codes.setdefault(label, []):
+                codes[label].append(c)
+    summary: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"),
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "script": "benchmarks/bench_shapes.py",
+        "methods": list(METHODS), "scopes": list(SCOPES), "budgets": list(BUDGETS),
+        "code": codes, "skipped_results": skipped, "results": {}}
+    for (label, dataset, variant), rec in sorted(records.items()):
+        summary["results"].setdefault(label, {}).setdefault(dataset, {})[variant] = {
+            "documents": rec["documents"], "questions": rec["questions"],
+            "variant_stats": rec["variant_stats"], "gold": rec["gold"],
+            "embedder": rec["embedder"],
+            "runs": [{"date": r["date"], "commit": r["code"]["commit"],
+                      "dirty": r["code"]["dirty"], "code_dir": r["code"]["dir"],
+                      "methods": r["methods"], "seconds": round(r["seconds"], 1)}
+                     for r in rec["runs"]],
+            "methods": {m: {
+                "chunks": s.get("chunks"), "build_seconds": s.get("build_seconds"),
+                "embed_computed": s.get("embed_computed"), "status": s.get("status"),
+                "scopes": {scope: {b: {k: v[k] for k in ("any_hit", "any_hit_n", "section_hit",
+                                                         "section_hit_n", "full_hit", "mrr")}
+                                   for b, v in res.get("budgets", {}).items()}
+                           for scope, res in s.get("scopes", {}).items()}}
+                for m, s in rec["methods"].items()}}
+
+    md = ["# Document shapes: retrieval on manual-like and converted variants (issue 21)", "",
+          "Produced by `benchmarks/bench_shapes.py` "
+          f"({summary['date']}). Each dev set is rewritten into document *shapes* "
+          "(see the script's docstring) with the questions unchanged, and measured with "
+          "the common harness (packing rule and metrics of `run_benchmark.py`, MiniLM). "
+          "Cells are **any-hit %** (the context contains a gold passage); section hits "
+          "are in `shapes.json` only. `before`/`after` are the library code before and "
+          "after the change; *after minus best of before* compares `after: default` with "
+          "the better of the two `before` packings, in points.", ""]
+    for label, cs in codes.items():
+        md.append(f"- `{label}`: " + "; ".join(
+            f"commit `{(c['commit'] or '?')[:12]}`{' (dirty)' if c['dirty'] else ''}"
+            for c in cs))
+    md += ["", "Shapes: `original`; `duplicates` (every document twice); `html-tables` "
+           "(Markdown tables as HTML `<table>`); `long-lines` (each section's prose as one "
+           "line); `no-headings` (ATX heading lines removed); `short-sections` (a "
+           "`<title> (part N)` sub-heading before every paragraph after the first).", "",
+           "Notes:", "",
+           "- *gold gone* counts evidence questions none of whose gold passages occurs in "
+           "the rewritten text any more: they cannot be hit in that shape. In `html-tables` "
+           "gold copied from Markdown table rows no longer matches the HTML text; this is "
+           "accepted and reported as measured.",
+           "- finance-10k's tables are already HTML (LlamaParse), and only one qasper-dev "
+           "paper has Markdown tables, so `html-tables` changes little text; in `long-lines` "
+           "the 10-Ks' HTML table lines are prose to the rule and are joined too.",
+           "- `short-sections` leaves the gold section paths as they were, so section hits "
+           "drop by construction; `no-headings` has no paths at all.",
+           "- finance-10k any-hit counts only its FinanceBench questions (those with "
+           "evidence; the others have only section paths): one question is "
+           "several points.", ""]
+    present = [(name, label, m) for name, label, m in SERIES
+               if any(k[0] == label and m in r["methods"] for k, r in records.items())]
+    worst: tuple[float, str] | None = None
+    tables: list[str] = []
+    for dataset in datasets:
+        for scope in SCOPES:
+            rows, deltas = [], {}
+            for variant in variants:
+                cells = [_pct(_metric(records, label, dataset, variant, m, scope, b))
+                         for _, label, m in present for b in BUDGETS]
+                for b in BUDGETS:
+                    after = _metric(records, "after", dataset, variant, "proxy-pointer",
+                                    scope, b)
+                    before = [v for m in METHODS if (v := _metric(
+                        records, "before", dataset, variant, m, scope, b)) is not None]
+                    if after is not None and before:
+                        deltas[(variant, b)] = 100 * (after - max(before))
+                gold = next((r["gold"] for k, r in records.items()
+                             if k[1] == dataset and k[2] == variant), None)
+                gone = (f"{gold['all_gold_missing']}/{gold['evidence_questions']}"
+                        if gold else "n/a")
+                rows.append((variant, gone, cells))
+            low = min(deltas.items(), key=lambda kv: kv[1]) if deltas else None
+            if low and low[1] < 0 and (worst is None or low[1] < worst[0]):
+                worst = (low[1], f"{dataset} {scope}, {low[0][0]} @{low[0][1]}")
+            head = ["shape", "gold gone"] + [f"{name} @{b}" for name, _, _ in present
+                                             for b in BUDGETS]
+            head += [f"after minus best of before @{b}" for b in BUDGETS]
+            tables += [f"## {dataset}, {scope}", "", "| " + " | ".join(head) + " |",
+                       "|" + "---|" * len(head)]
+            for variant, gone, cells in rows:
+                ds = []
+                for b in BUDGETS:
+                    d = deltas.get((variant, b))
+                    text = "n/a" if d is None else f"{d:+.1f}"
+                    if low and d is not None and (variant, b) == low[0] and d < 0:
+                        text = f"**{text}** (max shortfall)"
+                    ds.append(text)
+                tables.append(f"| {variant} | {gone} | " + " | ".join(cells + ds) + " |")
+            tables.append("")
+    if worst:
+        md += [f"Largest shortfall of `after` against the best `before` packing: "
+               f"**{worst[0]:+.1f} points** ({worst[1]}).", ""]
+    elif any(k[0] == "after" for k in records):
+        md += ["`after` is at least as good as the best `before` packing everywhere.", ""]
+    else:
+        md += ["No `after` results stored yet: the difference columns are n/a.", ""]
+    md += tables
+    _write_json(OUT.with_suffix(".json"), summary)
+    OUT.with_suffix(".md").write_text("\n".join(md), encoding="utf-8")
+    print("\n".join(md))
+    print(f"wrote {OUT.with_suffix('.json')} and {OUT.with_suffix('.md')}", file=sys.stderr)
+    return 0
+
+
+# --------------------------------------------------------------------------- command line
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--code", default=str(ROOT),
+                   help="checkout whose proxy_pointer is measured (default: this repository)")
+    p.add_argument("--label", default="after", help="name the results are stored under")
+    p.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    p.add_argument("--data", default=str(DATA), help="folder holding the datasets")
+    p.add_argument("--embedder", default="minilm",
+                   help="minilm (default); hash for smoke runs (not reported)")
+    p.add_argument("--limit", type=int, default=None,
+                   help="first N questions and their documents only (smoke runs; not reported)")
+    p.add_argument("--force", action="store_true", help="measure again even when stored")
+    p.add_argument("--scopes", nargs="+", default=list(SCOPES), choices=SCOPES,
+                   help="search scopes to measure (default: both)")
+    p.add_argument("--report", action="store_true",
+                   help="only write benchmarks/results/shapes.{json,md} from stored results")
+    args = p.parse_args(argv)
+    if not args.report:
+        for d in args.datasets:
+            if not (Path(args.data) / d / "docs").is_dir():
+                p.error(f"{Path(args.data) / d}: not a dataset folder")
+        if not re.fullmatch(r"[A-Za-z0-9._]+", args.label):
+            p.error("--label: letters, digits, '.' and '_' only")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    _self_check()
+    args = parse_args(argv)
+    return report(args) if args.report else measure(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
