@@ -231,8 +231,9 @@ class UpdateReport:
             f"{len(self.skipped)} skipped; {self.chunks} chunks "
             f"({self.embedded} embedded) in {self.seconds:.1f}s"
             + (f"; {len(self.duplicates)} duplicate documents" if self.duplicates else "")
-            + (f"; {self.sections_skipped} sections skipped as noise or short (see "
-               "'proxy-pointer tree FILE --noise')" if self.sections_skipped else "")
+            + (f"; {self.sections_skipped} section{'s' * (self.sections_skipped != 1)} "
+               "skipped as noise or short (see 'proxy-pointer tree FILE --noise')"
+               if self.sections_skipped else "")
         )
 
 

@@ -117,7 +117,8 @@ def test_a_short_section_is_found_in_both_stores(with_platypus: Path, tmp_path: 
     skipped = skip_reasons(tree)
     assert skipped and all(why.startswith("noise") for why in skipped.values())
     assert 0 < report.sections_skipped
-    assert f"{report.sections_skipped} sections skipped" in report.summary()
+    n = report.sections_skipped
+    assert f"{n} section{'s' if n != 1 else ''} skipped as noise" in report.summary()
 
 
 @pytest.mark.slow
