@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from .derived import line_pieces, line_starts, line_terms
+from .errors import ConfigError
 from .lexical import terms as line_terms_of
 from .ranking import Candidate
 from .refs import Ref
@@ -129,7 +130,7 @@ def pack(index: Index, selected: Selected, budget: int, terms: dict[str, float],
     in rank order and the refs of selected sections that got no text.
     """
     if order not in ("evidence", "sections"):
-        raise ValueError(f"order must be 'evidence' or 'sections', got {order!r}")
+        raise ConfigError(f"order must be 'evidence' or 'sections', got {order!r}")
     ell = count_tokens(_ELLIPSIS)
     most = budget if cap is None else min(cap, budget)
     norm = sum(terms.values()) or 1.0
