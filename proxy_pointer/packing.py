@@ -94,9 +94,7 @@ class Section:
     def ref(self) -> str:
         """The citation key (:class:`~.refs.Ref`): ``doc_id#node_id``, or for a fallback
         window its lines, ``doc_id#L<start_line>-<end_line>``."""
-        if self.node_id is None:
-            return str(Ref(self.doc_id, lines=(self.start_line, self.end_line)))
-        return str(Ref(self.doc_id, self.node_id))
+        return str(Ref.of_section(self.doc_id, self.node_id, self.start_line, self.end_line))
 
     @property
     def breadcrumb(self) -> str:
@@ -113,9 +111,7 @@ class Section:
 def ref(cand: Candidate, start: int, end: int) -> str:
     """The citation key (:attr:`Section.ref`) of a candidate whose section covers the
     0-based half-open lines ``[start, end)``."""
-    if cand.node_id is None:
-        return str(Ref(cand.doc_id, lines=(start + 1, end)))
-    return str(Ref(cand.doc_id, cand.node_id))
+    return str(Ref.of_section(cand.doc_id, cand.node_id, start + 1, end))
 
 
 def pack(index: Index, selected: Selected, budget: int, terms: dict[str, float], *,

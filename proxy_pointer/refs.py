@@ -93,6 +93,14 @@ class Ref:
         return cls._read(doc_id, fragment, f"{doc_id}#{fragment}")
 
     @classmethod
+    def of_section(cls, doc_id: str, node_id: str | None, first: int, last: int) -> Ref:
+        """The ref of a retrieved section: its node, or for a fallback window (no node) its
+        1-based inclusive lines ``first`` to ``last``."""
+        if node_id is None:
+            return cls(doc_id, lines=(first, last))
+        return cls(doc_id, node_id)
+
+    @classmethod
     def _read(cls, doc_id: str, fragment: str, text: str) -> Ref:
         if not doc_id:
             raise _bad(text, "no doc id before '#'")
