@@ -216,7 +216,7 @@ class UpdateReport:
     unchanged: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()  # "path: problem" for files that could not be read
-    sections_skipped: int = 0  # sections of the parsed documents left unchunked: noise
+    sections_skipped: int = 0  # sections of the parsed documents left unchunked (noise, short)
     duplicates: tuple[tuple[str, str], ...] = ()  # (doc_id, identical earlier doc_id)
     chunks: int = 0
     embedded: int = 0

@@ -24,8 +24,8 @@ The per-section choice between the whole section and its best pieces follows the
   under hits, since part of a paragraph seldom holds a whole piece of evidence. Then what
   is left grows the opened sections around their units, in rank order, up to whole
   sections: a small section is handed over whole, a large one as its best pieces. A
-  section that still holds under ``_MIN_WINDOW`` tokens (and is not whole) gives them back
-  to the others.
+  section that still holds only pieces of a long line, under ``_MIN_WINDOW`` tokens in
+  all, gives them back to the others.
 * ``order="sections"`` (:func:`pack_sections`, the reference design) fills the sections one
   after another in rank order: whole where it fits ``cap`` and what is left, otherwise its
   best units grown around them to that size.
@@ -55,7 +55,7 @@ __all__ = ["Section", "merge_duplicates", "pack", "pack_evidence", "pack_section
 
 _ELLIPSIS = "[…]\n"  # where text was left out: on a line of its own,
 _INLINE_ELLIPSIS = "[…] "  # or inside a long line (both cost the same word pieces)
-_MIN_WINDOW = 48  # tokens: below this a trimmed section is only its heading
+_MIN_WINDOW = 48  # tokens: fewer, and only pieces of a line, make a stub, not a window
 _PIECE = 128  # tokens: most of one piece of a long line (sentences; windows past this)
 _PARAGRAPH_LINE = 1.5  # a line up to this many times a section's share is a long paragraph
 _SHINGLE = 3  # words per shingle when comparing sections for near-duplicates
@@ -168,6 +168,9 @@ def pack(index: Index, selected: Selected, budget: int, terms: dict[str, float],
                     if p.keep:
                         left = _grow(p, left, ell, limit)
     else:
+        by_plan: dict[int, list[int]] = {}  # each section's units under hits, best first
+        for _, _, k, u in ranked:
+            by_plan.setdefault(k, []).append(u)
         for k, p in enumerate(plans):
             room = min(left, most)
             whole = p.head + sum(p.costs)
@@ -175,7 +178,7 @@ def pack(index: Index, selected: Selected, budget: int, terms: dict[str, float],
                 p.keep.update(range(len(p.units)))
                 p.gaps, p.used = 0, whole
             else:
-                best = [u for _, _, kk, u in ranked if kk == k]
+                best = by_plan.get(k, [])
                 for u in best:
                     _take(p, u, room, room, ell)
                 if best and best[0] in p.keep:  # lines after, then before, the best unit
@@ -208,7 +211,7 @@ def pack_sections(index: Index, selected: Selected, budget: int, cap: int,
 class _Plan:
     """One selected section while the packer fills the budget.
 
-    Its body is tiled into units (:func:`_units`), each ``(first line, end line, start,
+    Its body is tiled into units (:func:`_plan`), each ``(first line, end line, start,
     end)`` with ``start``/``end`` character offsets inside the first line for a piece of
     one long line (``None`` for whole lines); ``keep`` holds the indexes of the units taken,
     ``gaps`` counts the runs of units left out, each shown as one marker.
@@ -259,9 +262,10 @@ def _plan(index: Index, cand: Candidate, start: int, end: int, budget: int, most
     limit = max(_MIN_WINDOW // 2, most - p.head - 2 * ell)
     for i, j in paragraphs([cost[x] == 0 for x in range(p.lo, end)]):
         i, j = p.lo + i, p.lo + j
-        if sum(cost[i:j]) <= min(limit, budget // 2) or (j - i == 1 and cost[i] <= limit):
+        size = sum(cost[i:j])
+        if size <= min(limit, budget // 2) or (j - i == 1 and size <= limit):
             p.units.append((i, j, None, None))
-            p.costs.append(sum(cost[i:j]))
+            p.costs.append(size)
             continue
         for x in range(i, j):
             if cost[x] <= limit:
