@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .chunking import CHUNKER_VERSION, Chunk, ChunkConfig
+from .corpus import ChunkRows, DocumentTable, Reader
+from .derived import Derived
 from .documents import DEFAULT_INCLUDE, discover
 from .embeddings import Embedder, make_embedder
 from .errors import ConfigError
@@ -36,8 +36,8 @@ from .ingest import (
     duplicate_pairs,
     ingest,
 )
-from .lexical import tokenize
 from .refs import Ref, SectionText, open_ref, resolve
+from .retrieval import Retrieval, RetrievalConfig, Retriever
 from .stores import (
     DocumentParts,
     DocumentRecord,
@@ -48,15 +48,14 @@ from .stores import (
     Store,
     open_store,
 )
-from .tokens import count_tokens_batch
-from .tree import Tree, build_tree
+from .stores.segments import Pointer
+from .synthesis import Answer, synthesize
+from .tree import Tree
 from .vectors import VectorIndexConfig
 
 if TYPE_CHECKING:
     from .llm import LLM
     from .noise import TextGenerator
-    from .retrieval import Retrieval, RetrievalConfig
-    from .synthesis import Answer
 
 __all__ = ["ChunkRows", "DocumentTable", "Index", "IngestProgress", "UpdateReport",
            "update_directory"]
@@ -67,72 +66,6 @@ def _library_version() -> str:
         return version("proxy-pointer")
     except PackageNotFoundError:
         return "0+unknown"
-
-
-class DocumentTable(Mapping[str, DocumentRecord]):
-    """The live documents of an index, read from their segments on demand (a Mapping)."""
-
-    def __init__(self, segments: SegmentSet) -> None:
-        self._segments = segments
-
-    def __getitem__(self, doc_id: str) -> DocumentRecord:
-        if doc_id not in self._segments:
-            raise KeyError(doc_id)
-        return self._segments.segment_of(doc_id).record(doc_id)
-
-    def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._segments
-
-    def __iter__(self) -> Iterator[str]:
-        return self._segments.doc_ids()
-
-    def __len__(self) -> int:
-        return self._segments.n_documents()
-
-    def __repr__(self) -> str:
-        return f"DocumentTable({len(self)} documents)"
-
-
-class ChunkRows(Sequence[Chunk]):
-    """The chunk rows of an index (row ``i`` is vector ``i``), read on demand.
-
-    Indexing or slicing reads just those rows; :meth:`at` reads many rows in one pass.
-    Iterating reads them all (fine for thousands, slow for millions).
-    """
-
-    def __init__(self, segments: SegmentSet) -> None:
-        self._segments = segments
-
-    def __len__(self) -> int:
-        return self._segments.n_rows
-
-    def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            return tuple(self.at(range(len(self))[i]))
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(f"chunk row {i} out of range")
-        return self._segments.chunks([i])[0]
-
-    def at(self, rows: Iterable[int]) -> list[Chunk]:
-        """The chunks of ``rows``, in that order."""
-        return self._segments.chunks(np.fromiter(rows, np.int64))
-
-    def __iter__(self) -> Iterator[Chunk]:
-        for lo in range(0, len(self), 4096):
-            yield from self.at(range(lo, min(lo + 4096, len(self))))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (ChunkRows, tuple, list)):
-            return len(self) == len(other) and all(
-                a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"ChunkRows({len(self)} rows)"
 
 
 class Index:
@@ -159,16 +92,13 @@ class Index:
         self.recover_headings = recover_headings
         self.encoding = encoding
         self.noise_llm = noise_llm
-        self._vector_config = vector_config or VectorIndexConfig()
         self._segments = SegmentSet([], int(embedder.dimension))
-        self._trees: OrderedDict[str, Tree] = OrderedDict()  # most recently used last
-        self._tree_lock = threading.Lock()
-        self._line_tokens: dict[str, tuple[int, ...]] = {}
+        self._reader = Reader(self._segments, embedder, vector_config=vector_config,
+                              recover_headings=recover_headings)
         # Where the current contents were read from or last saved to; None once they
         # change in memory.
         self._origin: tuple[Store, str] | None = None
         self._chunker_version = CHUNKER_VERSION
-        self._version = 0
 
     # --- construction -------------------------------------------------------------------
     @classmethod
@@ -275,12 +205,17 @@ class Index:
         self._origin = (store, generation)
         return generation
 
-    # --- what retrieval reads -----------------------------------------------------------
+    # --- what retrieval reads: the current generation's Reader (a Corpus) -------------
+    @property
+    def reader(self) -> Reader:
+        """The current contents as a :class:`~.corpus.Reader`: what a query should hold
+        on to, since it never changes (an update makes a new one)."""
+        return self._reader
+
     @property
     def version(self) -> int:
-        """Bumped on every change of contents or row order: caches derived from an index
-        key on it."""
-        return self._version
+        """Bumped on every change of contents or row order."""
+        return self._reader.version
 
     @property
     def generation(self) -> str:
@@ -290,12 +225,16 @@ class Index:
     @property
     def documents(self) -> DocumentTable:
         """The live documents: ``doc_id -> DocumentRecord`` (a Mapping read on demand)."""
-        return DocumentTable(self._segments)
+        return self._reader.documents
 
     @property
     def chunks(self) -> ChunkRows:
         """Every chunk; position ``i`` is row ``i`` of :attr:`vectors` (read on demand)."""
-        return ChunkRows(self._segments)
+        return self._reader.chunks
+
+    @property
+    def derived(self) -> Derived:
+        return self._reader.derived
 
     @property
     def vectors(self) -> np.ndarray:
@@ -306,87 +245,55 @@ class Index:
         """
         return self._segments.vectors()
 
-    def vectors_of(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
-        """Vectors of the given chunk rows."""
-        return self._segments.vectors(np.asarray(rows, np.int64))
-
     @property
     def vector_config(self) -> VectorIndexConfig:
-        return self._vector_config
+        return self._reader.vector_config
 
     @vector_config.setter
     def vector_config(self, config: VectorIndexConfig) -> None:
         """Switch exact/approximate search; saved segments get the new structure when the
         index is next saved (vectors are reused, nothing is re-embedded)."""
-        self._vector_config = config
+        self._reader.vector_config = config
+
+    # Each of these reads the current generation: see the Reader's method of the same name.
+    def vectors_of(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        return self._reader.vectors_of(rows)
 
     def dense_search(self, query: np.ndarray, k: int, *, rows: np.ndarray | None = None,
                      exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` chunk rows by cosine with ``query``: ``(scores, rows)``, best first.
-
-        Approximate where :attr:`vector_config` says so, unless ``exact``; ``rows``
-        restricts the search to those rows (always exact).
-        """
-        q = np.asarray(query, np.float32).reshape(-1)
-        return self._segments.dense(q, k, self._vector_config, rows, exact=exact)
+        return self._reader.dense_search(query, k, rows=rows, exact=exact)
 
     def lexical_search(self, question: str, k: int, rows: np.ndarray | None = None
                        ) -> list[tuple[int, float]]:
-        """BM25's best ``k`` chunk rows for ``question`` (within ``rows`` when given)."""
-        return self._segments.lexical(question, k, rows)
+        return self._reader.lexical_search(question, k, rows)
 
     def fused_search(self, query: np.ndarray, question: str, k: int, *, rrf_k: int = 60,
                      rows: np.ndarray | None = None) -> list[tuple[int, float]] | None:
-        """Dense and BM25 top-``k`` fused by reciprocal rank in one call of the store's
-        engine (Milvus's hybrid search), or ``None`` where the store cannot (the local
-        store, several segments): then fuse :meth:`dense_search` and
-        :meth:`lexical_search` (:func:`~.ranking.fuse_ranks`, the same rule)."""
-        q = np.asarray(query, np.float32).reshape(-1)
-        return self._segments.fused(q, question, k, rrf_k, rows)
+        return self._reader.fused_search(query, question, k, rrf_k=rrf_k, rows=rows)
 
     def term_weights(self, question: str) -> dict[str, float]:
-        """The question's BM25 terms (:func:`~.lexical.tokenize`) with their corpus-wide
-        IDF: what scoring single lines of a section lexically needs."""
-        terms = list(dict.fromkeys(tokenize([question])[0]))
-        return dict(zip(terms, self._segments.term_weights(terms).tolist(), strict=True))
+        return self._reader.term_weights(question)
 
-    def pointers(self, rows: Sequence[int] | np.ndarray
-                 ) -> list[tuple[str, str | None, int, int, int]]:
-        """``(doc_id, node_id, start_char, start_line, end_line)`` of each row: what
-        grouping hits and packing need, read without slicing chunk texts from sources."""
-        return self._segments.pointers(np.asarray(rows, np.int64))
+    def pointers(self, rows: Sequence[int] | np.ndarray) -> list[Pointer]:
+        return self._reader.pointers(rows)
 
     def crumbs(self, rows: Sequence[int] | np.ndarray) -> list[tuple[str, ...]]:
-        """Each row's breadcrumb: document title, then heading titles down to its node."""
-        return self._segments.crumbs(np.asarray(rows, np.int64))
+        return self._reader.crumbs(rows)
 
     def rows_mentioning(self, needle: str) -> np.ndarray:
-        """Rows whose normalized breadcrumb (:func:`~.tree.normalize_title` per title)
-        contains ``needle``: a prefilter for heading filters, read without a Python scan."""
-        return self._segments.rows_mentioning(needle)
+        return self._reader.rows_mentioning(needle)
+
+    def rows_for(self, doc_ids: Iterable[str]) -> np.ndarray:
+        return self._reader.rows_for(doc_ids)
 
     def text(self, doc_id: str) -> str:
-        """The stored copy of a document's source, exactly as indexed."""
-        if doc_id not in self._segments:
-            raise KeyError(doc_id)
-        return self._segments.segment_of(doc_id).text(doc_id)
+        return self._reader.text(doc_id)
 
     def tree(self, doc_id: str) -> Tree:
-        """The skeleton tree of a stored document (built from the stored copy, cached)."""
-        t = self._trees.get(doc_id)
-        if t is None:
-            if doc_id not in self._segments:
-                raise KeyError(doc_id)
-            t = self._segments.segment_of(doc_id).tree(doc_id)
-            if t is None:  # not saved (a text file, Index.from_parts): parse the copy
-                t = build_tree(self.text(doc_id), doc_id=doc_id,
-                               recover_headings=self.recover_headings)
-        with self._tree_lock:  # concurrent readers share the cache
-            self._trees[doc_id] = t
-            self._trees.move_to_end(doc_id)
-            while len(self._trees) > 256:
-                self._trees.popitem(last=False)
-        return t
+        return self._reader.tree(doc_id)
+
+    def line_tokens(self, doc_id: str) -> tuple[int, ...]:
+        return self._reader.line_tokens(doc_id)
 
     def section(self, ref: Ref | str) -> SectionText:
         """What ``ref`` (``doc#0003``, ``doc#L12-30``…) points at: :func:`~.refs.resolve`,
@@ -394,34 +301,12 @@ class Index:
         r = resolve(ref, self.documents)
         return open_ref(self.tree(r.doc_id), r)
 
-    def line_tokens(self, doc_id: str) -> tuple[int, ...]:
-        """Word pieces of each line of a stored document (recorded at indexing time)."""
-        counts = self.documents[doc_id].line_tokens
-        if not counts and self.text(doc_id):
-            # A record made without line counts (Index.from_parts): count once, keep.
-            counts = self._line_tokens.get(doc_id, ())
-            if not counts:
-                counts = self._line_tokens[doc_id] = tuple(
-                    count_tokens_batch(self.tree(doc_id).lines))
-        return counts
-
-    def rows_for(self, doc_ids: Iterable[str]) -> np.ndarray:
-        """Chunk rows of the given documents (unknown ids give no rows)."""
-        return self._segments.rows_for(doc_ids)
-
     # --- changing contents --------------------------------------------------------------
     def _set(self, segments: SegmentSet) -> None:
-        """Swap in new contents and drop everything derived from the old ones."""
-        old = self._segments
-        # A tree stays valid while its document is unchanged (same record in both).
-        self._trees = OrderedDict(
-            (d, t) for d, t in self._trees.items()
-            if d in segments and d in old
-            and segments.segment_of(d).record(d).sha256 == old.segment_of(d).record(d).sha256)
-        self._line_tokens = {d: c for d, c in self._line_tokens.items() if d in self._trees}
+        """Swap in new contents: a new reader, which keeps only what is still valid."""
+        self._reader = self._reader.successor(segments)
         self._segments = segments
         self._origin = None
-        self._version += 1
 
     def add_text(self, doc_id: str, text: str, *, source_path: str = "",
                  kind: str | None = None) -> bool:
@@ -526,15 +411,14 @@ class Index:
 
         Keyword options override fields of ``config`` (``budget=1000, k=3, doc_ids=[...]``).
         """
-        from .retrieval import Retriever
-
-        return Retriever(self, config).retrieve(question, **options)
+        return Retriever(self.reader, config).retrieve(question, **options)
 
     def ask(self, question: str, llm: LLM | None = None, config: RetrievalConfig | None = None,
             **options: Any) -> Answer:
-        """Retrieve sections and have ``llm`` answer from them with citations."""
+        """Retrieve sections and have ``llm`` answer from them with citations: the one path
+        to an answer (the CLI's ``ask`` and :meth:`Service.ask <.service.Service.ask>` call
+        it). ``llm`` defaults to the one the environment names (:func:`~.llm.llm_from_env`)."""
         from .llm import llm_from_env
-        from .synthesis import synthesize
 
         if llm is None:
             llm = llm_from_env()

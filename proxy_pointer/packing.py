@@ -40,7 +40,6 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .derived import line_pieces, line_starts, line_terms
 from .errors import ConfigError
 from .lexical import terms as line_terms_of
 from .ranking import Candidate
@@ -49,7 +48,7 @@ from .segmentation import paragraphs
 from .tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
-    from .index import Index
+    from .corpus import Corpus
 
 __all__ = ["Section", "merge_duplicates", "pack", "pack_evidence", "pack_sections"]
 
@@ -101,8 +100,10 @@ class Section:
         return " > ".join(self.path)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the batch query output's ``contexts`` entries)."""
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        """JSON-ready form (a result payload's ``contexts`` entries): ``ref`` first, then
+        every field."""
+        d: dict[str, Any] = {"ref": self.ref}
+        d.update((f.name, getattr(self, f.name)) for f in fields(self))
         d["path"] = list(self.path)
         d["matched_spans"] = [list(s) for s in self.matched_spans]
         d["also_in"] = list(self.also_in)
@@ -114,7 +115,7 @@ def ref(cand: Candidate, start: int, end: int) -> str:
     return str(Ref.of_section(cand.doc_id, cand.node_id, start + 1, end))
 
 
-def pack(index: Index, selected: Selected, budget: int, terms: dict[str, float], *,
+def pack(index: Corpus, selected: Selected, budget: int, terms: dict[str, float], *,
          order: str = "evidence", cap: int | None = None, lexical_weight: float = 0.0
          ) -> tuple[list[Section], list[str]]:
     """The selected sections (in rank order) packed into ``budget`` tokens (module docstring).
@@ -122,8 +123,8 @@ def pack(index: Index, selected: Selected, budget: int, terms: dict[str, float],
     ``order="evidence"`` takes the best units across all sections first; ``"sections"``
     fills the sections one after another in rank order. A section may use at most ``cap``
     tokens (``None``: the budget) until every section had its turn. ``terms`` are the
-    question's BM25 terms with their IDF (:meth:`Index.term_weights`). Returns the sections
-    in rank order and the refs of selected sections that got no text.
+    question's BM25 terms with their IDF (:meth:`~.corpus.Corpus.term_weights`). Returns
+    the sections in rank order and the refs of selected sections that got no text.
     """
     if order not in ("evidence", "sections"):
         raise ConfigError(f"order must be 'evidence' or 'sections', got {order!r}")
@@ -193,7 +194,7 @@ def pack(index: Index, selected: Selected, budget: int, terms: dict[str, float],
     return sections, omitted
 
 
-def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str, float],
+def pack_evidence(index: Corpus, selected: Selected, budget: int, terms: dict[str, float],
                   *, lexical_weight: float = 0.0, cap: int | None = None
                   ) -> tuple[list[Section], list[str]]:
     """:func:`pack` taking the best units across sections first (the default)."""
@@ -201,7 +202,7 @@ def pack_evidence(index: Index, selected: Selected, budget: int, terms: dict[str
                 lexical_weight=lexical_weight)
 
 
-def pack_sections(index: Index, selected: Selected, budget: int, cap: int,
+def pack_sections(index: Corpus, selected: Selected, budget: int, cap: int,
                   terms: dict[str, float] | None = None) -> tuple[list[Section], list[str]]:
     """:func:`pack` filling whole sections in rank order, each at most ``cap`` tokens."""
     return pack(index, selected, budget, terms or {}, order="sections", cap=cap)
@@ -243,7 +244,7 @@ class _Plan:
                 + (0 if self.keep else self.head + ell * self.gaps))
 
 
-def _plan(index: Index, cand: Candidate, start: int, end: int, budget: int, most: int,
+def _plan(index: Corpus, cand: Candidate, start: int, end: int, budget: int, most: int,
           ell: int) -> _Plan:
     p = _Plan(cand, start, end)
     if cand.node_id is None:  # a fallback window: one unit, all or nothing
@@ -272,7 +273,7 @@ def _plan(index: Index, cand: Candidate, start: int, end: int, budget: int, most
                 p.units.append((x, x + 1, None, None))
                 p.costs.append(cost[x])
             else:  # one long line: its sentences (or token windows)
-                for a, b, c in line_pieces(index, cand.doc_id, x, min(limit, _PIECE)):
+                for a, b, c in index.derived.line_pieces(cand.doc_id, x, min(limit, _PIECE)):
                     if cost[x] <= _PARAGRAPH_LINE * limit:
                         p.waits.add(len(p.units))
                     p.units.append((x, x + 1, a, b))
@@ -281,7 +282,7 @@ def _plan(index: Index, cand: Candidate, start: int, end: int, budget: int, most
     return p
 
 
-def _unit_scores(index: Index, p: _Plan, terms: dict[str, float], norm: float
+def _unit_scores(index: Corpus, p: _Plan, terms: dict[str, float], norm: float
                  ) -> list[tuple[float, float]]:
     """``(hit, lexical)`` of each unit: the best hit chunk that covers it, and (for units
     under a hit) its own BM25 match with the question."""
@@ -298,7 +299,7 @@ def _unit_scores(index: Index, p: _Plan, terms: dict[str, float], norm: float
         h = max(hit[i - p.lo:j - p.lo])
         if h > 0 and a is not None and b is not None:
             if chars is None:  # a long line's pieces score by the chunks over them
-                starts = line_starts(index, cand.doc_id)
+                starts = index.derived.line_starts(cand.doc_id)
                 chars = [(c.start_char, c.end_char, s) for c, s in zip(
                     index.chunks.at(cand.rows), cand.row_scores, strict=True)]
             lo, hi = starts[i] + a, starts[i] + b
@@ -309,7 +310,7 @@ def _unit_scores(index: Index, p: _Plan, terms: dict[str, float], norm: float
         if a is not None:
             words = line_terms_of([index.tree(cand.doc_id).lines[i][a:b]])[0]
         else:
-            words = [t for ts in line_terms(index, cand.doc_id, i, j) for t in ts]
+            words = [t for ts in index.derived.line_terms(cand.doc_id, i, j) for t in ts]
         out.append((h, _lexical(words, terms) / norm))
     return out
 
@@ -387,7 +388,7 @@ def _cut_best(p: _Plan, u: int, left: int, ell: int) -> None:
         p.cut = room
 
 
-def _spans(index: Index, cand: Candidate) -> list[tuple[int, int]]:
+def _spans(index: Corpus, cand: Candidate) -> list[tuple[int, int]]:
     """0-based half-open line span of each hit row, as the search's pointers gave them."""
     missing = [r for r in cand.rows if r not in cand.spans]
     if missing:  # rows a caller added by hand: read them
@@ -396,7 +397,7 @@ def _spans(index: Index, cand: Candidate) -> list[tuple[int, int]]:
     return [cand.spans[r] for r in cand.rows]
 
 
-def _emit(index: Index, p: _Plan) -> Section | None:
+def _emit(index: Corpus, p: _Plan) -> Section | None:
     cand = p.cand
     if not p.keep:
         return None
@@ -449,7 +450,7 @@ def _lexical(line: list[str], terms: dict[str, float]) -> float:
     return sum(terms[t] * f * 2.2 / (f + 1.2) for t, f in tf.items())
 
 
-def merge_duplicates(index: Index, selected: Selected) -> Selected:
+def merge_duplicates(index: Corpus, selected: Selected) -> Selected:
     """Selected sections with later copies of an identical or nearly identical section (in
     another document) removed; each copy's ref is added to the kept one's ``also_in``.
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 if TYPE_CHECKING:
-    from .index import Index
+    from .corpus import Corpus
     from .tree import Tree
 
 __all__ = ["MODES", "Candidate", "fuse_ranks", "group", "keep_documents", "promote", "rank_nodes",
@@ -71,7 +71,7 @@ def fuse_ranks(rankings: Iterable[Sequence[K]], k: int = 60) -> dict[K, float]:
     return out
 
 
-def group(index: Index, ranked: list[tuple[int, float]]) -> list[Candidate]:
+def group(index: Corpus, ranked: list[tuple[int, float]]) -> list[Candidate]:
     """Dedupe by ``(doc_id, node_id)``: best score per node, all its hit chunks kept."""
     by_key: dict[tuple[str, str], Candidate] = {}
     order: list[Candidate] = []
@@ -88,7 +88,7 @@ def group(index: Index, ranked: list[tuple[int, float]]) -> list[Candidate]:
     return order  # ranked is best first, so the first hit carries the best score
 
 
-def rank_nodes(index: Index, candidates: list[Candidate], query: np.ndarray, mode: str,
+def rank_nodes(index: Corpus, candidates: list[Candidate], query: np.ndarray, mode: str,
                *, beam: int = 3, rrf_k: int = 60) -> list[Candidate]:
     """``candidates`` re-ranked as sections by ``mode`` (see the module docstring).
 
@@ -126,7 +126,7 @@ def rank_nodes(index: Index, candidates: list[Candidate], query: np.ndarray, mod
     return out
 
 
-def keep_documents(index: Index, candidates: list[Candidate], query: np.ndarray, n: int,
+def keep_documents(index: Corpus, candidates: list[Candidate], query: np.ndarray, n: int,
                    *, lead: int = 4, rrf_k: int = 60) -> list[Candidate]:
     """Two-stage search: only the candidates of the ``n`` best documents, in their order.
 
@@ -147,7 +147,7 @@ def keep_documents(index: Index, candidates: list[Candidate], query: np.ndarray,
     return [c for c in candidates if c.doc_id in best]
 
 
-def _doc_nodes(index: Index, doc_id: str, candidates: list[Candidate], query: np.ndarray,
+def _doc_nodes(index: Corpus, doc_id: str, candidates: list[Candidate], query: np.ndarray,
                mode: str, beam: int, rrf_k: int) -> list[tuple[float, int, Candidate]]:
     """``(fused score, depth, candidate)`` for the competing nodes of one document."""
     tree = index.tree(doc_id)
@@ -193,7 +193,7 @@ def _fuse(best: dict[str, float], proxy: dict[str, float], tree: Tree, rrf_k: in
     return fuse_ranks((by_best, by_proxy), rrf_k)
 
 
-def _proxies(index: Index, doc_id: str, tree: Tree, nodes: list[str], query: np.ndarray
+def _proxies(index: Corpus, doc_id: str, tree: Tree, nodes: list[str], query: np.ndarray
              ) -> dict[str, float]:
     """Cosine of ``query`` with the mean chunk vector of each node's subtree."""
     rows = index.rows_for([doc_id])
@@ -232,7 +232,7 @@ def _traverse(tree: Tree, fused: dict[str, float], beam: int) -> list[str]:
     return reached
 
 
-def select(index: Index, candidates: list[Candidate], *, k: int, expand: str = "section"
+def select(index: Corpus, candidates: list[Candidate], *, k: int, expand: str = "section"
            ) -> list[tuple[Candidate, tuple[int, int]]]:
     """The best ``k`` nodes with their line ranges; ancestors absorb descendants.
 
@@ -266,7 +266,7 @@ def select(index: Index, candidates: list[Candidate], *, k: int, expand: str = "
             chosen.append((cand, rng))
     return chosen
 
-def promote(idx: Index, chosen: list[tuple[Candidate, tuple[int, int]]], promote_parent: int,
+def promote(idx: Corpus, chosen: list[tuple[Candidate, tuple[int, int]]], promote_parent: int,
             budget: int) -> list[tuple[Candidate, tuple[int, int]]]:
     """Replace ``promote_parent`` or more selected siblings by their parent section if it
     fits ``budget``.
@@ -305,7 +305,7 @@ def promote(idx: Index, chosen: list[tuple[Candidate, tuple[int, int]]], promote
         chosen = _drop_contained(keep, pos)
 
 
-def _range(idx: Index, cand: Candidate, expand: str) -> tuple[int, int]:
+def _range(idx: Corpus, cand: Candidate, expand: str) -> tuple[int, int]:
     """0-based half-open line range that the candidate's section covers."""
     if cand.node_id is None:
         c = idx.chunks[cand.rows[0]]

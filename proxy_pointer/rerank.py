@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from .errors import LLMError
 
 if TYPE_CHECKING:
-    from .index import Index
+    from .corpus import Corpus
     from .llm.base import LLM
     from .ranking import Candidate
 
@@ -34,7 +34,7 @@ SYSTEM = (
 _NUMBER = re.compile(r"\d+")
 
 
-def breadcrumb_of(index: Index, cand: Candidate) -> str:
+def breadcrumb_of(index: Corpus, cand: Candidate) -> str:
     """``Document title > Heading > Subheading`` of a candidate (lines for a window)."""
     tree = index.tree(cand.doc_id)
     if cand.node_id is None:
@@ -49,7 +49,7 @@ def rerank_prompt(question: str, crumbs: list[str]) -> str:
     return f"Question: {question}\n\nSections:\n{listed}\n\nRelevant section numbers:"
 
 
-def rerank(index: Index, candidates: list[Candidate], question: str, llm: LLM, *,
+def rerank(index: Corpus, candidates: list[Candidate], question: str, llm: LLM, *,
            top: int = 50) -> list[Candidate]:
     """``candidates`` with the first ``top`` reordered by ``llm`` (module docstring)."""
     shown = candidates[:top]

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import defaults
-from .derived import caches
 from .errors import ConfigError
 from .packing import Section, merge_duplicates, pack_evidence, pack_sections
 from .ranking import MODES, fuse_ranks, group, keep_documents, promote, rank_nodes, select
@@ -30,7 +29,7 @@ from .rerank import rerank
 from .tree import normalize_title
 
 if TYPE_CHECKING:
-    from .index import Index
+    from .corpus import Corpus
     from .llm.base import LLM
 
 __all__ = ["Retrieval", "RetrievalConfig", "Retriever", "Section"]
@@ -56,6 +55,15 @@ class Retrieval:
     def context(self) -> str:
         """The sections' texts joined, as a plain context string."""
         return "\n\n".join(s.text for s in self.sections)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The one JSON-ready result payload (the CLI's ``query --json``, HTTP ``/query``,
+        MCP ``search``): ``question``, ``tokens_used``, ``budget``, ``contexts`` (each
+        :meth:`Section.to_dict <.packing.Section.to_dict>`, with the ``ref`` every interface
+        opens) and ``omitted`` (refs the budget could not hold)."""
+        return {"question": self.question, "tokens_used": self.tokens_used,
+                "budget": self.budget, "contexts": [s.to_dict() for s in self.sections],
+                "omitted": list(self.omitted)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,10 +168,12 @@ class RetrievalConfig:
 
 
 class Retriever:
-    """Answers questions from an :class:`~proxy_pointer.index.Index` (read-only)."""
+    """Answers questions from a :class:`~proxy_pointer.corpus.Corpus` (read-only): an
+    index's :attr:`~proxy_pointer.index.Index.reader` for one generation throughout, or
+    the :class:`~proxy_pointer.index.Index` itself to follow its updates."""
 
-    def __init__(self, index: Index, config: RetrievalConfig | None = None) -> None:
-        self.index = index
+    def __init__(self, corpus: Corpus, config: RetrievalConfig | None = None) -> None:
+        self.corpus = corpus
         self.config = config or RetrievalConfig()
 
     # --- public ---------------------------------------------------------------------
@@ -178,20 +188,20 @@ class Retriever:
             raise ConfigError("the question is empty")
         question = question.strip()
         rows = self._filter_rows(cfg)
-        if (rows is not None and len(rows) == 0) or len(self.index.chunks) == 0:
+        if (rows is not None and len(rows) == 0) or len(self.corpus.chunks) == 0:
             return Retrieval(question, (), cfg.budget, 0)
         timings: dict[str, float] = {}
         ranked, q = self._search(question[:_MAX_QUESTION_CHARS], cfg, rows, timings)
         t = time.perf_counter()
-        candidates = group(self.index, ranked)
+        candidates = group(self.corpus, ranked)
         if cfg.documents:
-            candidates = keep_documents(self.index, candidates, q, cfg.documents,
+            candidates = keep_documents(self.corpus, candidates, q, cfg.documents,
                                         rrf_k=cfg.rrf_k)
-        candidates = rank_nodes(self.index, candidates, q, cfg.mode, beam=cfg.beam,
+        candidates = rank_nodes(self.corpus, candidates, q, cfg.mode, beam=cfg.beam,
                                 rrf_k=cfg.rrf_k)
         if cfg.rerank_llm is not None:
             t1 = time.perf_counter()
-            candidates = rerank(self.index, candidates, question, cfg.rerank_llm,
+            candidates = rerank(self.corpus, candidates, question, cfg.rerank_llm,
                                 top=cfg.rerank_top)
             timings["rerank"] = time.perf_counter() - t1
         timings["dedupe"] = time.perf_counter() - t
@@ -204,13 +214,13 @@ class Retriever:
 
     # --- search ---------------------------------------------------------------------
     def _filter_rows(self, cfg: RetrievalConfig) -> np.ndarray | None:
-        idx = self.index
+        idx = self.corpus
         rows = None
         if cfg.doc_ids is not None:
             rows = idx.rows_for(cfg.doc_ids)
         if cfg.path_prefix:
             want = tuple(normalize_title(t) for t in cfg.path_prefix)
-            cache = caches(idx).prefixes
+            cache = idx.derived.prefixes
             if want not in cache:
                 # The store finds the rows that mention the first title; only those are
                 # checked here, never every chunk row.
@@ -227,7 +237,7 @@ class Retriever:
                 timings: dict[str, float]) -> tuple[list[tuple[int, float]], np.ndarray]:
         """Chunk rows with fused scores, best first, and the query vector."""
         t = time.perf_counter()
-        q = np.asarray(self.index.embedder.embed_query(question), dtype=np.float32)
+        q = np.asarray(self.corpus.embedder.embed_query(question), dtype=np.float32)
         timings["embed"] = time.perf_counter() - t
         t = time.perf_counter()
         try:
@@ -240,17 +250,17 @@ class Retriever:
         labels = _labels(question) if cfg.title_boost else []
         if cfg.hybrid and not labels:
             # One call where the store's engine fuses by the same rule (Milvus).
-            engine = self.index.fused_search(q, question, cfg.k_search, rrf_k=cfg.rrf_k,
+            engine = self.corpus.fused_search(q, question, cfg.k_search, rrf_k=cfg.rrf_k,
                                              rows=rows)
             if engine is not None:
                 return engine
-        scores, found = self.index.dense_search(q, cfg.k_search, rows=rows)
+        scores, found = self.corpus.dense_search(q, cfg.k_search, rows=rows)
         dense = list(zip(found.tolist(), scores.tolist(), strict=True))
         if labels:
             dense = self._boost(dense, q, labels, cfg, rows)
         if not cfg.hybrid:
             return dense
-        lexical = self.index.lexical_search(question, cfg.k_search, rows)
+        lexical = self.corpus.lexical_search(question, cfg.k_search, rows)
         fused = fuse_ranks(([r for r, _ in dense], [r for r, _ in lexical]), cfg.rrf_k)
         return sorted(fused.items(), key=lambda t: (-t[1], t[0]))
 
@@ -258,7 +268,7 @@ class Retriever:
                labels: list[tuple[str, str]], cfg: RetrievalConfig, rows: np.ndarray | None
                ) -> list[tuple[int, float]]:
         """Raise chunks under a heading the question names; such chunks join the ranking."""
-        idx = self.index
+        idx = self.corpus
         named = _labelled_rows(idx, labels)
         if rows is not None:
             named &= set(rows.tolist())
@@ -278,7 +288,7 @@ class Retriever:
                   ) -> tuple[list[Section], list[str]]:
         """Sections within the budget, and the refs of selected ones left out for lack
         of it."""
-        idx = self.index
+        idx = self.corpus
         # Twice k are selected so that copies merged away leave room for other sections.
         selected = select(idx, candidates, k=2 * cfg.k, expand=cfg.expand)
         selected = merge_duplicates(idx, selected)[:cfg.k]
@@ -316,9 +326,9 @@ def _labels(question: str) -> list[tuple[str, str]]:
     return out
 
 
-def _labelled_rows(index: Index, labels: list[tuple[str, str]]) -> set[int]:
+def _labelled_rows(index: Corpus, labels: list[tuple[str, str]]) -> set[int]:
     """Chunk rows whose breadcrumb carries one of ``labels`` (cached per label)."""
-    cache = caches(index).labels
+    cache = index.derived.labels
     found: set[int] = set()
     for word, num in labels:
         key = (word, num)

@@ -41,7 +41,7 @@ from ..errors import DocumentError, IndexCorruptError
 from ..lexical import LexicalIndex
 from ..tree import Tree, normalize_title
 from ..vectors import VectorIndex, VectorIndexConfig, build_approximate, open_approximate
-from .base import DocumentRecord
+from .records import DocumentRecord
 from .segments import DocumentParts, Pointer, chunk_crumbs, remember
 
 __all__ = ["DiskSegment", "fsync_path", "write_segment"]

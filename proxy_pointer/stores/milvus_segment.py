@@ -23,7 +23,7 @@ from ..chunking import Chunk
 from ..errors import ConfigError, DocumentError, IndexCorruptError, ProxyPointerError, StoreError
 from ..tree import Tree
 from ..vectors import VectorIndexConfig
-from .base import DocumentRecord
+from .records import DocumentRecord
 from .segments import DocumentParts, Pointer, remember
 
 __all__ = ["DEFAULT_NAME", "MilvusConnection", "MilvusSegment", "is_server_uri", "row_key",

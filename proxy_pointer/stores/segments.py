@@ -28,7 +28,7 @@ from ..chunking import Chunk
 from ..lexical import LexicalIndex, LexicalSearch, idf, tokenize
 from ..tree import Tree, normalize_title
 from ..vectors import VectorIndex, VectorIndexConfig, VectorSearch
-from .base import DocumentRecord
+from .records import DocumentRecord
 
 __all__ = [
     "MAX_SMALL_SEGMENTS",

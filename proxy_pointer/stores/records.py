@@ -1,0 +1,54 @@
+"""What an index keeps about one source document: :class:`DocumentRecord`.
+
+Its own module so that segments (which hold records) and the store protocol (whose
+generations hold segments) both import it without importing each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import IndexCorruptError
+
+__all__ = ["DocumentRecord"]
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """What the index keeps about one source document.
+
+    ``doc_id`` is the path relative to the indexed root (POSIX separators), so an index
+    built on one machine means the same on another. ``sha256`` is over the UTF-8 text.
+    """
+
+    doc_id: str
+    source_path: str
+    size: int
+    sha256: str
+    kind: str = "markdown"  # "markdown" or "text" (sliding-window only)
+    title: str = ""
+    n_chunks: int = 0
+    # Word pieces of each line of the stored copy (tokens.py), so that a section's size is a
+    # sum at query time rather than a tokenizer pass; () for indexes saved without them.
+    line_tokens: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (one line of ``documents.jsonl``)."""
+        d = dataclasses.asdict(self)
+        d["line_tokens"] = list(self.line_tokens)
+        return d
+
+    @classmethod
+    def from_dict(cls, row: Any, *, source: str) -> DocumentRecord:
+        """Inverse of :meth:`to_dict`; :class:`IndexCorruptError` naming ``source``."""
+        try:
+            if not isinstance(row, dict):
+                raise TypeError(f"expected an object, got {type(row).__name__}")
+            row = dict(row)
+            if isinstance(row.get("line_tokens"), list):
+                row["line_tokens"] = tuple(row["line_tokens"])
+            return cls(**row)
+        except TypeError as e:
+            raise IndexCorruptError(f"{source}: bad record ({e})") from None
