@@ -313,10 +313,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     idx, cfg = _open_index(args)
     res = idx.retrieve(args.question, cfg)
     if args.json:
-        print(json.dumps({"question": res.question, "tokens_used": res.tokens_used,
-                          "budget": res.budget,
-                          "contexts": [s.to_dict() for s in res.sections]},
-                         ensure_ascii=False, indent=2))
+        print(json.dumps(res.to_dict(), ensure_ascii=False, indent=2))
     else:
         _print_sections(res)
     return 0
@@ -412,16 +409,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _cmd_ask(args: argparse.Namespace) -> int:
     from .llm import make_llm
-    from .synthesis import ENABLE_SYNTHESIS_HINT, synthesize
+    from .synthesis import ENABLE_SYNTHESIS_HINT
 
     idx, cfg = _open_index(args)
     llm = make_llm(args.llm, base_url=args.llm_base_url)
-    res = idx.retrieve(args.question, cfg)
-    if llm is None:
-        _print_sections(res)
+    if llm is None:  # offline: the context an LLM would have been given
+        _print_sections(idx.retrieve(args.question, cfg))
         print(ENABLE_SYNTHESIS_HINT)
         return 0
-    answer = synthesize(args.question, list(res.sections), llm)
+    answer = idx.ask(args.question, llm, cfg)
     if args.json:
         print(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
         return 0

@@ -137,26 +137,20 @@ class Service:
         return question.strip()
 
     def query(self, question: str, **options: Any) -> dict[str, Any]:
-        """Sections for ``question`` (the CLI's ``query --json``): ``question``,
-        ``tokens_used``, ``budget``, ``contexts`` (each ``Section.to_dict()`` plus its
-        ``ref``, the pointer :meth:`section_by_ref` opens)."""
+        """Sections for ``question``: :meth:`Retrieval.to_dict
+        <proxy_pointer.retrieval.Retrieval.to_dict>`, the payload ``query --json`` prints."""
         question = self._question(question)
-        res = self.index.retrieve(question, self.config(**options))
-        return {"question": res.question, "tokens_used": res.tokens_used,
-                "budget": res.budget,
-                "contexts": [{"ref": s.ref, **s.to_dict()} for s in res.sections]}
+        return self.index.retrieve(question, self.config(**options)).to_dict()
 
     def ask(self, question: str, **options: Any) -> dict[str, Any]:
-        """An answer with checked citations (``ask --json``); :class:`UnavailableError`
-        when no LLM is configured."""
-        from .synthesis import synthesize
-
+        """An answer with checked citations (``ask --json``, :meth:`Index.ask
+        <proxy_pointer.index.Index.ask>`); :class:`UnavailableError` when no LLM is
+        configured."""
         if self.llm is None:
             raise UnavailableError("no LLM is configured: start the server with --llm "
                                    "(or set GEMINI_API_KEY / PROXY_POINTER_LLM)")
         question = self._question(question)
-        res = self.index.retrieve(question, self.config(**options))
-        return synthesize(question, list(res.sections), self.llm).to_dict()
+        return self.index.ask(question, self.llm, self.config(**options)).to_dict()
 
     def documents(self) -> list[dict[str, Any]]:
         """Every document: ``doc_id``, ``title``, ``kind``, ``size``, ``n_chunks``."""

@@ -186,3 +186,21 @@ def test_query_ranking_and_packing_options(capsys, docs: Path, tmp_path: Path) -
     with pytest.raises(SystemExit) as exc:
         main(["query", "--index", str(tmp_path / "idx"), "--mode", "raptor", "q"])
     assert exc.value.code == 2
+
+
+def test_query_json_is_the_service_payload(capsys, docs: Path, tmp_path: Path) -> None:
+    """``query --json``, Service.query (HTTP /query, MCP search) and Retrieval.to_dict are one
+    payload, and every context carries the ref that opens it."""
+    from proxy_pointer.service import Service
+
+    code, _, _ = run_index(capsys, tmp_path, str(docs))
+    assert code == 0
+    code = main(["query", "--index", str(tmp_path / "idx"), "--json", "--budget", "300",
+                 "telescope mirror"])
+    cli = json.loads(capsys.readouterr()[0])
+    assert code == 0
+    served = Service(str(tmp_path / "idx")).query("telescope mirror", budget=300)
+    direct = Index.load(tmp_path / "idx").retrieve("telescope mirror", budget=300).to_dict()
+    assert cli == served == json.loads(json.dumps(direct))
+    assert cli["contexts"] and all(c["ref"].startswith(c["doc_id"] + "#") for c in cli["contexts"])
+    assert set(cli) == {"question", "tokens_used", "budget", "contexts", "omitted"}
