@@ -71,7 +71,8 @@ from typing import Any, Literal
 
 from .blocks import SplitContext, split_bodies
 from .errors import ConfigError
-from .noise import NoiseConfig, NoiseDecision, TextGenerator, classify_noise
+from .llm.base import LLM
+from .noise import NoiseConfig, NoiseDecision, classify_noise
 from .tokens import count_tokens, truncate_to_tokens
 from .tree import Node, Tree, split_lines
 
@@ -230,7 +231,7 @@ def chunk_tree(
     config: ChunkConfig | None = None,
     *,
     noise: Mapping[str, NoiseDecision] | None = None,
-    noise_llm: TextGenerator | None = None,
+    noise_llm: LLM | None = None,
     markdown: bool = True,
 ) -> list[Chunk]:
     """Chunks of ``tree`` in document order (see the module docstring for the rules).
@@ -280,7 +281,7 @@ def skip_reasons(
     config: ChunkConfig | None = None,
     *,
     noise: Mapping[str, NoiseDecision] | None = None,
-    noise_llm: TextGenerator | None = None,
+    noise_llm: LLM | None = None,
 ) -> dict[str, str]:
     """Node id -> why the node's own text gets no chunk (``"noise: ..."`` or ``"short: ..."``).
 
@@ -338,7 +339,7 @@ def breadcrumb_text(parts: Sequence[str], max_tokens: int = 48) -> str:
 
 # --- internals ----------------------------------------------------------------------------
 def _require_noise_llm(config: ChunkConfig, noise: Mapping[str, NoiseDecision] | None,
-                       noise_llm: TextGenerator | None) -> None:
+                       noise_llm: LLM | None) -> None:
     if config.noise.use_llm and noise is None and noise_llm is None:
         raise ConfigError(
             "NoiseConfig(use_llm=True) needs an LLM to label noise sections: pass noise_llm= "

@@ -55,7 +55,6 @@ from .vectors import VectorIndexConfig
 
 if TYPE_CHECKING:
     from .llm import LLM
-    from .noise import TextGenerator
 
 __all__ = ["ChunkRows", "DocumentTable", "Index", "IngestProgress", "UpdateReport",
            "update_directory"]
@@ -82,7 +81,7 @@ class Index:
                  chunk_config: ChunkConfig | None = None,
                  vector_config: VectorIndexConfig | None = None,
                  recover_headings: bool = False, encoding: str = "utf-8",
-                 noise_llm: TextGenerator | None = None) -> None:
+                 noise_llm: LLM | None = None) -> None:
         if embedder is None:
             from .embeddings import default_embedder
 
@@ -440,7 +439,7 @@ def update_directory(location: str | os.PathLike[str] | Store,
                      *, embedder: Embedder | None = None, chunk_config: ChunkConfig | None = None,
                      vector_config: VectorIndexConfig | None = None,
                      recover_headings: bool = False, lock_timeout: float = 0.0,
-                     noise_llm: TextGenerator | None = None,
+                     noise_llm: LLM | None = None,
                      **update_options: Any) -> tuple[Index, UpdateReport]:
     """Open (or create) the index at ``location``, update it from ``paths``, save atomically.
 

@@ -54,9 +54,10 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from .errors import ConfigError
+from .llm.base import LLM
 from .tree import Node, Tree
 
 __all__ = [
@@ -64,7 +65,6 @@ __all__ = [
     "DEFAULT_CATEGORIES",
     "NoiseConfig",
     "NoiseDecision",
-    "TextGenerator",
     "classify_noise",
     "classify_with_llm",
     "match_title",
@@ -374,18 +374,8 @@ def match_title(title: str, config: NoiseConfig | None = None) -> tuple[str, Sco
 
 
 # --- classification -------------------------------------------------------------------
-class _Reply(Protocol):
-    text: str
-
-
-class TextGenerator(Protocol):
-    """The minimal LLM this module needs (satisfied by ``proxy_pointer.llm.LLM``)."""
-
-    def generate(self, prompt: str, *, system: str | None = None) -> _Reply: ...
-
-
 def classify_noise(
-    tree: Tree, config: NoiseConfig | None = None, *, llm: TextGenerator | None = None
+    tree: Tree, config: NoiseConfig | None = None, *, llm: LLM | None = None
 ) -> dict[str, NoiseDecision]:
     """Noise decisions for the heading nodes of ``tree``, keyed by node id.
 
@@ -469,7 +459,7 @@ _CATEGORY_HELP = {
 _MAX_LLM_NODES = 2000  # a prompt line per node; beyond this the rules alone must do
 
 
-def classify_with_llm(tree: Tree, llm: TextGenerator, config: NoiseConfig | None = None
+def classify_with_llm(tree: Tree, llm: LLM, config: NoiseConfig | None = None
                       ) -> dict[str, str]:
     """Ask ``llm`` once which nodes are noise: node id -> enabled category.
 

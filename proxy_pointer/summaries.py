@@ -24,7 +24,7 @@ from .defaults import cache_dir
 from .tokens import truncate_to_tokens
 
 if TYPE_CHECKING:
-    from .noise import TextGenerator
+    from .llm.base import LLM
     from .tree import Tree
 
 __all__ = ["SYSTEM", "SummaryCache", "summary_chunks"]
@@ -74,7 +74,7 @@ class SummaryCache:
             self._db.execute("INSERT OR REPLACE INTO summaries VALUES (?, ?)", (key, summary))
 
 
-def summary_chunks(tree: Tree, chunks: list[Chunk], llm: TextGenerator, *,
+def summary_chunks(tree: Tree, chunks: list[Chunk], llm: LLM, *,
                    cache: SummaryCache | None = None, max_breadcrumb_tokens: int = 48
                    ) -> list[Chunk]:
     """One summary chunk per node of ``tree`` that has chunks in ``chunks``, in node order.
