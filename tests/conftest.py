@@ -1,4 +1,7 @@
-"""Fixtures shared by the index, store and CLI tests."""
+"""Fixtures shared by several test modules: indexes of the test documents, the LLM stand-in
+servers (tests/gemini_server.py, tests/openai_server.py) and an environment without LLM keys.
+
+A module that defines a fixture of the same name (``index``, ``gemini``) uses its own."""
 
 from __future__ import annotations
 
@@ -6,9 +9,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from gemini_server import FakeGemini
+from handbook import FIXTURES
+from openai_server import FakeOpenAIServer
 
 from proxy_pointer.embeddings import HashEmbedder
-from proxy_pointer.index import update_directory
+from proxy_pointer.index import Index, update_directory
 
 #: Three small Markdown documents (harbor, observatory, orchard) written for these tests.
 INDEX_DOCS = Path(__file__).parent / "fixtures" / "index" / "docs"
@@ -28,3 +34,48 @@ def saved(docs: Path, tmp_path: Path) -> Path:
     target = tmp_path / "idx"
     update_directory(target, [docs], embedder=HashEmbedder(64))
     return target
+
+
+@pytest.fixture(scope="module")
+def index() -> Index:
+    """The pump-station handbook (tests/fixtures/ranking, see handbook.py), HashEmbedder(256)."""
+    return Index.build([FIXTURES], embedder=HashEmbedder(256))
+
+
+# --- LLMs: the local stand-in servers, and no real keys -------------------------------------
+@pytest.fixture
+def no_ambient_keys(monkeypatch):
+    """No LLM keys or endpoints from the environment; a module opts in with
+    ``pytestmark = pytest.mark.usefixtures("no_ambient_keys")``."""
+    # A developer's real keys must never reach a fake server or change a test's outcome.
+    for var in (
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "PROXY_POINTER_LLM",
+        "GOOGLE_GEMINI_BASE_URL",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+    ):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def openai_server():
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def _gemini_server():
+    # One server for the module: stopping one waits out its 0.5 s poll interval.
+    with FakeGemini(api_key="test-key") as server:
+        yield server
+
+
+@pytest.fixture
+def gemini(_gemini_server):
+    _gemini_server.reset()
+    _gemini_server.text, _gemini_server.generate = "OK", None
+    yield _gemini_server
+    _gemini_server.reset()

@@ -1,5 +1,6 @@
 """The packer on the document shapes that used to lose evidence: one-line sections, tiny
-budgets, long sentences; token counts stay exact and every ranked section can be taken."""
+budgets, long sentences; token counts stay exact and every ranked section can be taken.
+On the handbook (handbook.py): budgets in every mode, evidence blocks, copies handed over once."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from handbook import CHAPTER_Q, CHILD_Q, DOC, FIXTURES, MODES, PIPES_Q
+from handbook import twice as _twice
 
 from proxy_pointer import Index
 from proxy_pointer.embeddings import HashEmbedder
-from proxy_pointer.tokens import count_tokens, sentence_pieces
+from proxy_pointer.tokens import count_tokens
 
 ANSWER = "The TV smells of plastic. This smell is normal and will dissipate over time."
 QUESTION = "Why does the TV smell of plastic?"
@@ -94,31 +95,6 @@ def test_the_issue_reproduction_with_the_real_model(tmp_path: Path) -> None:
             assert ANSWER in res.sections[0].text
 
 
-# --- sentence pieces --------------------------------------------------------------------
-_TEXT = st.lists(st.sampled_from(["word", "Two.", "three!", "x" * 40, "é", "报告。", "a;b",
-                                  " ", "  ", "\t", "3.5", "U.S.", "end?"]),
-                 max_size=120).map(" ".join)
-
-
-@settings(max_examples=150, deadline=None)
-@given(text=_TEXT, most=st.integers(1, 40))
-def test_property_pieces_tile_the_text_and_their_counts_add_up(text: str, most: int) -> None:
-    pieces = sentence_pieces(text, most)
-    assert "".join(text[a:b] for a, b, _ in pieces) == text
-    assert all(c <= most for _, _, c in pieces)
-    assert sum(c for _, _, c in pieces) == count_tokens(text)
-    assert all(count_tokens(text[a:b]) == c for a, b, c in pieces)
-
-
-def test_pieces_end_at_sentences() -> None:
-    text = "The pump failed. It was replaced on Monday! Why? Nobody knows; the log is empty."
-    got = [text[a:b] for a, b, _ in sentence_pieces(text, 100)]
-    assert got == ["The pump failed. ", "It was replaced on Monday! ", "Why? ",
-                   "Nobody knows; ", "the log is empty."]
-    short = "U.S. law"
-    assert [short[a:b] for a, b, _ in sentence_pieces(short, 100)] == ["U.S. ", "law"]
-
-
 def test_the_two_orders_differ_where_they_should(hashed: Index) -> None:
     # Rank order fills each section to its share before the next (the first stays within
     # it); evidence order takes the best units first, then grows sections past the share.
@@ -126,3 +102,56 @@ def test_the_two_orders_differ_where_they_should(hashed: Index) -> None:
     sec = hashed.retrieve(QUESTION, budget=1000, packing="sections")
     assert ev.context != sec.context
     assert sec.sections[0].tokens <= 400 < ev.sections[0].tokens
+
+
+# --- the handbook (handbook.py): budgets, evidence blocks, copies handed over once ----------
+@pytest.mark.parametrize("packing", ["evidence", "sections"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("budget", [20, 45, 80, 150, 400])
+def test_budget_is_never_exceeded(index: Index, packing: str, mode: str, budget: int) -> None:
+    for q in (CHILD_Q, CHAPTER_Q, PIPES_Q, "pump " * 500):
+        res = index.retrieve(q, mode=mode, packing=packing, budget=budget)
+        assert res.tokens_used <= budget
+        assert res.tokens_used == sum(count_tokens(s.text) for s in res.sections)
+        assert all(s.tokens == count_tokens(s.text) for s in res.sections)
+
+
+def test_evidence_packing_hands_over_the_matching_block_with_its_heading(index: Index) -> None:
+    q = "Torque every flange bolt in a star pattern"
+    res = index.retrieve(q, budget=60, k=1, mode="chunks")
+    (sec,) = res.sections
+    assert sec.title == "2.2 Joints"
+    assert sec.text.startswith("### 2.2 Joints")
+    assert "star pattern" in sec.text
+    # With room to spare the same section comes whole, and other sections fill the rest.
+    full = index.retrieve(q, budget=400)
+    assert full.sections[0].title == "2.2 Joints" and not full.sections[0].trimmed
+    assert full.tokens_used > 200
+
+
+def test_evidence_packing_prefers_the_best_blocks_of_a_long_section(tmp_path: Path) -> None:
+    paras = [f"Paragraph {i} talks about topic{i} and nothing else at length here." for i in
+             range(30)]
+    paras[17] = "The turbine gearbox failed because the lubricant pump clogged with sludge."
+    (tmp_path / "long.md").write_text("# Report\n\n## Findings\n\n" + "\n\n".join(paras) + "\n")
+    idx = Index.build([tmp_path], embedder=HashEmbedder(256))
+    res = idx.retrieve("why did the turbine gearbox fail lubricant pump sludge", budget=80)
+    (sec,) = res.sections
+    assert sec.trimmed and sec.text.startswith("## Findings")
+    assert paras[17] in sec.text and "[…]" in sec.text
+    assert res.tokens_used <= 80
+
+
+@pytest.mark.parametrize("edit", [False, True], ids=["identical", "one-word-changed"])
+def test_copies_are_handed_over_once_with_every_location(tmp_path: Path, edit: bool) -> None:
+    idx = Index.build([_twice(tmp_path, edit=edit)], embedder=HashEmbedder(256))
+    single = Index.build([FIXTURES], embedder=HashEmbedder(256))
+    for q in (CHILD_Q, CHAPTER_Q, PIPES_Q):
+        res = idx.retrieve(q, budget=2000)
+        texts = [s.text for s in res.sections]
+        assert len(texts) == len(set(texts)), "a copy ate the budget"
+        top = res.sections[0]
+        assert top.title == single.retrieve(q, budget=2000).sections[0].title
+        other = "republished/handbook.md" if top.doc_id == DOC else DOC
+        assert top.also_in == (f"{other}#{top.node_id}",)
+        assert top.to_dict()["also_in"] == [f"{other}#{top.node_id}"]

@@ -1,0 +1,56 @@
+"""Tests for proxy_pointer.summaries: LLM section summaries as extra proxy chunks, cached by
+content, on the handbook (handbook.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from handbook import DOC, FIXTURES
+
+from proxy_pointer import Index
+from proxy_pointer.embeddings import HashEmbedder
+from proxy_pointer.llm import LLMReply
+
+
+class _SummaryLLM:
+    """Summarizes a section as a fixed phrase per title, so a summary can be searched for."""
+
+    model_id = "summarizer"
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def generate(self, prompt: str, *, system: str | None = None) -> LLMReply:
+        self.prompts.append(prompt)
+        section = prompt.splitlines()[1]
+        word = "zanzibar" if "Seals" in section else "ordinary"
+        return LLMReply(f"A {word} overview of {section}.", 50, 10, self.model_id)
+
+
+def test_llm_summaries_are_extra_proxies_cached_by_content(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from proxy_pointer.chunking import ChunkConfig
+    from proxy_pointer.errors import ConfigError
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / DOC).write_text((FIXTURES / DOC).read_text())
+    llm = _SummaryLLM()
+    config = ChunkConfig(summaries=True)
+    idx = Index.build([root], embedder=HashEmbedder(256), chunk_config=config, noise_llm=llm)
+    plain = Index.build([root], embedder=HashEmbedder(256))
+    sections = {c.node_id for c in plain.chunks}
+    assert len(llm.prompts) == len(sections)  # one call per section with text
+    assert len(idx.chunks) == len(plain.chunks) + len(sections)
+    assert all("Bronze impellers" not in p or "1.1 Impellers" in p for p in llm.prompts)
+    # Only the summary says "zanzibar": a hit on it ranks its section, sliced from source.
+    top = idx.retrieve("zanzibar", budget=2000).sections[0]
+    assert top.title == "1.2 Seals" and "Mechanical seals" in top.text
+    # A changed section is asked for again; the others come from the cache.
+    (root / DOC).write_text((FIXTURES / DOC).read_text().replace("every month", "weekly"))
+    idx.update([root])
+    assert len(llm.prompts) == len(sections) + 1 and "1.3 Bearings" in llm.prompts[-1]
+    with pytest.raises(ConfigError, match="index-time LLM"):
+        Index.build([root], embedder=HashEmbedder(256), chunk_config=config)
