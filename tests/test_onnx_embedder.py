@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 
+from proxy_pointer import bundled
 from proxy_pointer.embeddings import (
     OnnxEmbedder,
     SentenceTransformerEmbedder,
@@ -18,6 +19,7 @@ from proxy_pointer.embeddings import (
 )
 from proxy_pointer.errors import ConfigError, EmbeddingError, IndexMismatchError
 from proxy_pointer.index import Index
+from proxy_pointer.tokens import WORD_PIECES, TokenizerFile, count_tokens
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
 TEXTS = [
@@ -131,3 +133,21 @@ def test_bad_arguments_are_config_errors(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert SentenceTransformerEmbedder("st-model-not-local").backend == "torch"
+
+
+def test_max_tokens_is_where_texts_are_cut_and_tokenizer_counts_them(cache: Path) -> None:
+    fp32 = OnnxEmbedder(cache_dir=cache)
+    for emb in (fp32, OnnxEmbedder(quantize="int8", cache_dir=cache)):
+        assert emb.max_tokens == 256 and emb.tokenizer == WORD_PIECES
+    # One word piece per word: 254 words + [CLS] + [SEP] fill the window, the rest is unread.
+    words = ["harbor", "ships", "tide", "fees"] * 100
+    assert count_tokens(" ".join(words)) == 400
+    whole, window = fp32.embed_documents([" ".join(words), " ".join(words[:254])])
+    assert np.abs(whole - window).max() < 1e-5
+    assert np.abs(whole - fp32.embed_query(" ".join(words[:255]))).max() < 1e-5
+    assert np.abs(whole - fp32.embed_query(" ".join(words[:200]))).max() > 1e-4
+    # A model given as a folder states its files' window and counts with its tokenizer.json.
+    folder = OnnxEmbedder(bundled.model_path(), cache_dir=cache)
+    assert folder.max_tokens == 256 and isinstance(folder.tokenizer, TokenizerFile)
+    text = "Résumé: métriques F1 et précision — 数据集"
+    assert folder.tokenizer.count_tokens(text) == count_tokens(text)

@@ -10,10 +10,12 @@ import pytest
 
 pytest.importorskip("model2vec")
 
+from proxy_pointer.chunking import ChunkConfig
 from proxy_pointer.embeddings import StaticEmbedder, make_embedder
 from proxy_pointer.embeddings.static import FAST_MODEL_ID, distilled_minilm
 from proxy_pointer.errors import EmbeddingError, IndexMismatchError
 from proxy_pointer.index import Index
+from proxy_pointer.tokens import WORD_PIECES, TokenizerFile, count_tokens
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
 
@@ -72,3 +74,19 @@ def test_fast_index_round_trips_and_refuses_another_embedder(fast: StaticEmbedde
 def test_a_folder_that_is_no_model_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingError, match="not a loadable model2vec model"):
         StaticEmbedder(tmp_path)
+
+
+def test_fast_mode_reads_512_word_pieces_of_the_minilm_vocabulary(fast: StaticEmbedder,
+                                                                  cache: Path) -> None:
+    # model2vec truncates at the model's max_length: 512 unless its config says otherwise.
+    assert fast.max_tokens == 512 and fast.tokenizer == WORD_PIECES
+    # Distillation keeps MiniLM's tokenizer, so the chunker's word pieces are fast mode's.
+    folder = distilled_minilm(cache, quiet=True)
+    own = TokenizerFile(folder / "tokenizer.json")
+    for text in ["The harbor admits ships at high tide.", "Résumé — métriques F1, 数据集",
+                 "unbelievably tokenization-heavy hyphenated-compounds 2022-10-K", ""]:
+        assert own.count_tokens(text) == count_tokens(text), text
+    other = StaticEmbedder(folder)  # the same model named by its folder
+    assert other.max_tokens == 512 and isinstance(other.tokenizer, TokenizerFile)
+    # A window larger than the default chunks: they stay the default size.
+    assert Index(embedder=fast).chunk_config == ChunkConfig().fitted(512)

@@ -16,23 +16,62 @@ retrieval never know which one they hold:
 - :class:`CachedEmbedder` - wraps any of them with an on-disk SQLite cache keyed by
   ``(model_id, sha256(text))``, so re-indexing unchanged text embeds nothing.
 
-:func:`make_embedder` builds one from a plain config string (the CLI's ``--embedder``) and
-accepts every ``model_id`` back, so an index manifest names the embedder that reads it.
-Heavy libraries (torch, sentence-transformers, google-genai) load only when a backend is used.
+:func:`make_embedder` builds one from a plain config string (the CLI's ``--embedder``;
+:data:`~.factory.KINDS` lists the kinds) and accepts every ``model_id`` back, so an index
+manifest names the embedder that reads it. Every embedder states ``max_tokens`` and
+``tokenizer``, which an index fits its chunks to.
+
+Names are imported on first use, like the package's: listing the kinds for the CLI's help
+loads no backend, and heavy libraries (torch, sentence-transformers, google-genai) load only
+when a backend is used.
 
 >>> emb = make_embedder("hash:64")
 >>> emb.embed_documents(["structural retrieval", "pointer to sections"]).shape
 (2, 64)
 """
 
-from .base import Embedder
-from .cache import CachedEmbedder
-from .factory import default_embedder, embedder_from_id, make_embedder
-from .gemini import GeminiEmbedder
-from .hashing import HashEmbedder
-from .onnx import OnnxEmbedder
-from .sentence_transformers import SentenceTransformerEmbedder
-from .static import StaticEmbedder
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import Embedder
+    from .cache import CachedEmbedder
+    from .factory import default_embedder, embedder_from_id, make_embedder
+    from .gemini import GeminiEmbedder
+    from .hashing import HashEmbedder
+    from .onnx import OnnxEmbedder
+    from .sentence_transformers import SentenceTransformerEmbedder
+    from .static import StaticEmbedder
+
+# Public name -> the module that defines it (imported on first attribute access).
+_LAZY = {
+    "CachedEmbedder": "cache",
+    "Embedder": "base",
+    "GeminiEmbedder": "gemini",
+    "HashEmbedder": "hashing",
+    "OnnxEmbedder": "onnx",
+    "SentenceTransformerEmbedder": "sentence_transformers",
+    "StaticEmbedder": "static",
+    "default_embedder": "factory",
+    "embedder_from_id": "factory",
+    "make_embedder": "factory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "CachedEmbedder",

@@ -2,6 +2,10 @@
 
 Every backend satisfies :class:`Embedder`, so the store and retrieval never know which one
 they hold. Vectors are float32 with unit L2 norm, so inner product is cosine similarity.
+
+An embedder also says how much of a text it reads (``max_tokens``) and how it counts
+(``tokenizer``), as docling-core's chunkers take a tokenizer that knows its limit: an index
+fits its chunks to that window rather than to one model's.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from ..tokens import TokenCounter
 
 __all__ = ["Embedder", "as_text_list", "normalize_rows"]
 
@@ -21,6 +27,8 @@ class Embedder(Protocol):
     ``model_id`` is stable across processes and names model and output size, so an index can
     refuse a query embedder that differs from the one that built it. Both methods return
     float32 vectors of length ``dimension`` with unit L2 norm, so inner product is cosine.
+    ``max_tokens`` and ``tokenizer`` say how much of a text the model reads, so chunks are
+    sized to be read whole.
     """
 
     @property
@@ -31,6 +39,17 @@ class Embedder(Protocol):
     @property
     def dimension(self) -> int:
         """Length of every vector."""
+        ...
+
+    @property
+    def max_tokens(self) -> int:
+        """The most input tokens (counted by ``tokenizer``, plus the model's special tokens)
+        the model reads; the rest of a longer text is ignored."""
+        ...
+
+    @property
+    def tokenizer(self) -> TokenCounter:
+        """Counts tokens as the model reads them: ``tokenizer.count_tokens(text) -> int``."""
         ...
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

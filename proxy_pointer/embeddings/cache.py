@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, EmbeddingError
+from ..tokens import TokenCounter
 from .base import Embedder, as_text_list
 
 __all__ = ["CachedEmbedder"]
@@ -59,6 +60,7 @@ class CachedEmbedder:
     stop indexing. Errors of the inner embedder propagate unchanged.
 
     >>> import tempfile
+    >>> from proxy_pointer.embeddings import HashEmbedder
     >>> emb = CachedEmbedder(HashEmbedder(16), tempfile.mkdtemp())
     >>> _ = emb.embed_documents(["a b", "a b", "c d"])
     >>> (emb.misses, emb.hits)
@@ -93,6 +95,16 @@ class CachedEmbedder:
     def dimension(self) -> int:
         """The inner embedder's ``dimension``."""
         return self.inner.dimension
+
+    @property
+    def max_tokens(self) -> int:
+        """The inner embedder's ``max_tokens``: a cache reads what its model reads."""
+        return self.inner.max_tokens
+
+    @property
+    def tokenizer(self) -> TokenCounter:
+        """The inner embedder's ``tokenizer``."""
+        return self.inner.tokenizer
 
     # -- storage -------------------------------------------------------------------------------
 

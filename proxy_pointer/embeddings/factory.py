@@ -1,40 +1,150 @@
 """Embedders from plain config strings (the CLI's ``--embedder``) and from index manifests.
 
+:data:`KINDS` is the one list of spec kinds: :func:`make_embedder` parses with it, and the
+CLI's help and every "unknown embedder" error print :data:`SPEC_HELP`, made from it. Backends
+are imported when a spec names them, so reading the list costs no heavy import.
+
 >>> make_embedder("hash:64").embed_documents(["structural retrieval"]).shape
 (1, 64)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from ..errors import ConfigError
-from .base import Embedder
-from .gemini import GeminiEmbedder
-from .hashing import HashEmbedder
-from .onnx import OnnxEmbedder
-from .sentence_transformers import SentenceTransformerEmbedder
-from .static import FAST_MODEL_ID, StaticEmbedder
 
-__all__ = ["default_embedder", "embedder_from_id", "make_embedder"]
+if TYPE_CHECKING:
+    from .base import Embedder
+    from .sentence_transformers import SentenceTransformerEmbedder
 
+__all__ = ["KINDS", "SPEC_HELP", "EmbedderKind", "default_embedder", "embedder_from_id",
+           "make_embedder"]
+
+
+@dataclass(frozen=True)
+class EmbedderKind:
+    """One kind of embedder spec, written ``name[:argument]``.
+
+    ``names``: the spec's first part (the first is shown, the rest are aliases); ``usage``:
+    how the spec is written, for help and errors; ``build(argument, spec)``: the embedder,
+    raising ConfigError for a bad argument.
+    """
+
+    names: tuple[str, ...]
+    usage: str
+    build: Callable[[str, str], Embedder]
+
+
+def _no_argument(arg: str, spec: str) -> None:
+    if arg:
+        raise ConfigError(f"embedder {spec!r} takes no argument after ':'; use {SPEC_HELP}")
+
+
+def _needs_argument(arg: str, spec: str, what: str) -> str:
+    if not arg:
+        raise ConfigError(f"embedder {spec!r} names no {what}; use {SPEC_HELP}")
+    return arg
+
+
+def _dimension(value: str, spec: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"embedder {spec!r}: dimension must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _minilm(arg: str, spec: str) -> Embedder:
+    _no_argument(arg, spec)
+    return default_embedder()
+
+
+def _minilm_torch(arg: str, spec: str) -> Embedder:
+    from .sentence_transformers import SentenceTransformerEmbedder
+
+    _no_argument(arg, spec)
+    return SentenceTransformerEmbedder(backend="torch")
+
+
+def _minilm_int8(arg: str, spec: str) -> Embedder:
+    from .onnx import OnnxEmbedder
+
+    _no_argument(arg, spec)
+    return OnnxEmbedder(quantize="int8")
+
+
+def _onnx_int8(arg: str, spec: str) -> Embedder:
+    from .. import bundled
+    from .onnx import OnnxEmbedder
+
+    folder = _needs_argument(arg, spec, "model folder")
+    # The int8 bundled model's model_id names it, not a folder.
+    return OnnxEmbedder(None if folder == bundled.NAME else folder, quantize="int8")
+
+
+def _sentence_transformers(arg: str, spec: str) -> Embedder:
+    from .sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(_needs_argument(arg, spec, "model"))
+
+
+def _fast(arg: str, spec: str) -> Embedder:
+    from .static import FAST_MODEL_ID, StaticEmbedder
+
+    if arg not in ("", FAST_MODEL_ID.partition(":")[2]):
+        raise ConfigError(f"embedder {spec!r}: fast mode has one model, "
+                          f"{FAST_MODEL_ID.partition(':')[2]!r}; use {SPEC_HELP}")
+    return StaticEmbedder()
+
+
+def _static(arg: str, spec: str) -> Embedder:
+    from .static import StaticEmbedder
+
+    return StaticEmbedder(_needs_argument(arg, spec, "model2vec folder"))
+
+
+def _gemini(arg: str, spec: str) -> Embedder:
+    from .gemini import GeminiEmbedder
+
+    model, dimension = arg or "gemini-embedding-001", 768
+    head, sep, tail = model.rpartition(":")
+    if sep:
+        model, dimension = head, _dimension(tail, spec)
+    return GeminiEmbedder(model, output_dimensionality=dimension)
+
+
+def _hash(arg: str, spec: str) -> Embedder:
+    from .hashing import HashEmbedder
+
+    return HashEmbedder(_dimension(arg, spec) if arg else 256)
+
+
+#: Every kind of spec, in the order help lists them.
+KINDS: tuple[EmbedderKind, ...] = (
+    EmbedderKind(("minilm", "default"), "minilm (default)", _minilm),
+    EmbedderKind(("minilm-int8",), "minilm-int8", _minilm_int8),
+    EmbedderKind(("minilm-torch",), "minilm-torch", _minilm_torch),
+    EmbedderKind(("fast",), "fast", _fast),
+    EmbedderKind(("st", "sentence-transformers"), "st:<model name or folder>",
+                 _sentence_transformers),
+    EmbedderKind(("onnx-int8",), "onnx-int8:<model folder>", _onnx_int8),
+    EmbedderKind(("static",), "static:<model2vec folder>", _static),
+    EmbedderKind(("gemini",), "gemini[:<model>[:<dimension>]]", _gemini),
+    EmbedderKind(("hash",), "hash[:<dimension>]", _hash),
+)
+
+#: The kinds as one line, e.g. for ``--embedder``'s help.
+SPEC_HELP = ", ".join(k.usage for k in KINDS)
+
+_BY_NAME = {name: kind for kind in KINDS for name in kind.names}
 
 
 def default_embedder() -> SentenceTransformerEmbedder:
     """The bundled all-MiniLM-L6-v2 embedder (the model loads on first use)."""
+    from .sentence_transformers import SentenceTransformerEmbedder
+
     return SentenceTransformerEmbedder()
-
-
-_SPEC_HELP = (
-    "use 'minilm' (or 'default'), 'minilm-int8', 'minilm-torch', 'fast', "
-    "'static:<model2vec folder>', "
-    "'st:<model name or path>', "
-    "'gemini[:<model>[:<dimension>]]' or 'hash[:<dimension>]'"
-)
-
-
-def _parse_dimension(value: str, spec: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise ConfigError(f"embedder {spec!r}: dimension must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def make_embedder(spec: str) -> Embedder:
@@ -42,67 +152,41 @@ def make_embedder(spec: str) -> Embedder:
 
     ``"minilm"`` / ``"default"`` - bundled all-MiniLM-L6-v2 (ONNX Runtime, PyTorch as a
     fallback; ``"minilm-torch"`` forces PyTorch, same vectors); ``"minilm-int8"`` - the same
-    model with int8 weights (:class:`OnnxEmbedder`, its own ``model_id``); ``"fast"`` - a
-    static model distilled from it (:class:`StaticEmbedder`, ``"static:<folder>"`` for another
-    model2vec model); ``"st:<name-or-path>"`` (or
-    ``"sentence-transformers:..."``) - another sentence-transformers model;
-    ``"gemini"`` / ``"gemini:<model>"`` / ``"gemini:<model>:<dim>"`` - :class:`GeminiEmbedder`
-    (default ``gemini-embedding-001`` at 768 dimensions); ``"hash"`` / ``"hash:<dim>"`` -
-    :class:`HashEmbedder` (default 256).
+    model with int8 weights (:class:`OnnxEmbedder`, its own ``model_id``; ``"onnx-int8:..."``
+    for another folder); ``"fast"`` - a static model distilled from it
+    (:class:`StaticEmbedder`, ``"static:<folder>"`` for another model2vec model);
+    ``"st:<name-or-path>"`` (or ``"sentence-transformers:..."``) - another
+    sentence-transformers model; ``"gemini"`` / ``"gemini:<model>"`` /
+    ``"gemini:<model>:<dim>"`` - :class:`GeminiEmbedder` (default ``gemini-embedding-001`` at
+    768 dimensions); ``"hash"`` / ``"hash:<dim>"`` - :class:`HashEmbedder` (default 256).
 
-    Raises ConfigError for an unknown spec, and EmbeddingError when Gemini has no API key.
+    Raises ConfigError for an unknown spec or a bad argument (its message lists the kinds),
+    and EmbeddingError when Gemini has no API key.
 
     >>> make_embedder("hash:32").model_id
     'hash:32'
     """
-    text = spec.strip()
-    kind, _, rest = text.partition(":")
-    kind = kind.lower()
-    if kind in ("minilm", "default") and not rest:
-        return SentenceTransformerEmbedder()
-    if kind == "minilm-torch" and not rest:
-        return SentenceTransformerEmbedder(backend="torch")
-    if (kind == "minilm-int8" and not rest) or (
-            kind == "onnx-int8" and rest == "all-MiniLM-L6-v2"):
-        return OnnxEmbedder(quantize="int8")
-    if kind == "onnx-int8":
-        if not rest:
-            raise ConfigError(f"embedder {spec!r} names no model folder; {_SPEC_HELP}")
-        return OnnxEmbedder(rest, quantize="int8")
-    if kind in ("st", "sentence-transformers"):
-        if not rest:
-            raise ConfigError(f"embedder {spec!r} names no model; {_SPEC_HELP}")
-        return SentenceTransformerEmbedder(rest)
-    if kind == "fast" and rest in ("", FAST_MODEL_ID.split(":", 1)[1]):
-        return StaticEmbedder()
-    if kind == "static":
-        if not rest:
-            raise ConfigError(f"embedder {spec!r} names no model folder; {_SPEC_HELP}")
-        return StaticEmbedder(rest)
-    if kind == "hash":
-        return HashEmbedder(_parse_dimension(rest, spec) if rest else 256)
-    if kind == "gemini":
-        model, dimension = rest or "gemini-embedding-001", 768
-        head, sep, tail = model.rpartition(":")
-        if sep:
-            model, dimension = head, _parse_dimension(tail, spec)
-        return GeminiEmbedder(model, output_dimensionality=dimension)
-    raise ConfigError(f"unknown embedder {spec!r}; {_SPEC_HELP}")
+    name, _, arg = spec.strip().partition(":")
+    kind = _BY_NAME.get(name.lower())
+    if kind is None:
+        raise ConfigError(f"unknown embedder {spec!r}; use {SPEC_HELP}")
+    return kind.build(arg, spec)
 
 
 def embedder_from_id(model_id: str) -> Embedder:
     """Rebuild the embedder whose ``model_id`` an index manifest recorded.
 
-    Raises ConfigError when ``model_id`` is not one this module produces, EmbeddingError when
-    the backend cannot be set up (no Gemini key). The model itself still loads lazily.
+    Raises ConfigError when ``model_id`` is not one an embedder here produces (an alias such
+    as ``"minilm"`` is a spec, not an id), EmbeddingError when the backend cannot be set up
+    (no Gemini key). The model itself still loads lazily.
 
     >>> embedder_from_id("hash:64").dimension
     64
     """
-    kind = model_id.partition(":")[0]
-    if kind not in ("sentence-transformers", "hash", "gemini", "fast", "static", "onnx-int8"):
-        raise ConfigError(f"unknown embedder id {model_id!r}")
-    embedder = make_embedder(model_id)
+    try:
+        embedder = make_embedder(model_id)
+    except ConfigError as exc:
+        raise ConfigError(f"unknown embedder id {model_id!r} ({exc})") from exc
     if embedder.model_id != model_id:
         raise ConfigError(
             f"embedder id {model_id!r} is not in canonical form (expected {embedder.model_id!r})"

@@ -11,6 +11,7 @@ import numpy as np
 from .. import _gemini
 from .._retry import Backoff, check_retry_args
 from ..errors import ConfigError, EmbeddingError
+from ..tokens import WORD_PIECES, WordPieceCounter
 from .base import as_text_list, normalize_rows
 
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ __all__ = ["GeminiEmbedder"]
 _MAX_BATCH = 100
 # Full output sizes, used when output_dimensionality is None.
 _NATIVE_DIMS = {"gemini-embedding-001": 3072, "text-embedding-004": 768}
+# The documented input limit of gemini-embedding-001 and text-embedding-004, in tokens.
+_MAX_INPUT_TOKENS = 2048
 
 
 class GeminiEmbedder:
@@ -42,6 +45,11 @@ class GeminiEmbedder:
     variables. ``base_url`` points the client elsewhere (a proxy, a local test server);
     ``client`` supplies a ready ``genai.Client`` instead (its retry settings then apply too).
     ``sleep`` is called with each backoff delay; tests pass a recorder.
+
+    ``max_tokens`` is the documented input limit, 2,048 tokens. Gemini's tokenizer is only
+    reachable through the API, so ``tokenizer`` is the bundled MiniLM's word pieces
+    (:mod:`proxy_pointer.tokens`): a 30k-piece vocabulary cuts most text into no fewer
+    pieces than Gemini's far larger one, so counts tend to err on the long (safe) side.
 
     Raises :class:`~proxy_pointer.errors.ConfigError` for bad arguments and
     :class:`~proxy_pointer.errors.EmbeddingError` for a missing key (at construction) or a
@@ -87,6 +95,8 @@ class GeminiEmbedder:
         self.output_dimensionality = output_dimensionality
         self.dimension = dimension
         self.model_id = f"gemini:{model}:{dimension}"
+        self.max_tokens = _MAX_INPUT_TOKENS
+        self.tokenizer: WordPieceCounter = WORD_PIECES
         self.batch_size = batch_size
         self.max_retries = max_retries
         self.timeout = float(timeout)

@@ -11,7 +11,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from .. import bundled
 from ..errors import ConfigError
+from ..tokens import WORD_PIECES, WordPieceCounter
 from .base import as_text_list, normalize_rows
 
 __all__ = ["HashEmbedder"]
@@ -48,6 +50,11 @@ class HashEmbedder:
     higher than texts that do not; it knows nothing of synonyms - use it for tests and smoke
     runs, not for real retrieval.
 
+    It reads every word of any text, so no model limit applies; it declares the default
+    embedder's window (``max_tokens`` 256 MiniLM word pieces, ``tokenizer`` those word
+    pieces) because it stands in for that embedder in tests and smoke runs, which then
+    chunk exactly as the default does.
+
     >>> e = HashEmbedder(32)
     >>> docs = e.embed_documents(["faiss vector index", "baking bread at home"])
     >>> bool(docs[0] @ e.embed_query("vector index") > docs[1] @ e.embed_query("vector index"))
@@ -59,6 +66,8 @@ class HashEmbedder:
             raise ConfigError(f"HashEmbedder dimension must be an integer >= 2, got {dimension!r}")
         self.dimension = dimension
         self.model_id = f"hash:{dimension}"
+        self.max_tokens = bundled.MAX_TOKENS
+        self.tokenizer: WordPieceCounter = WORD_PIECES
 
     def __repr__(self) -> str:
         return f"HashEmbedder(dimension={self.dimension})"

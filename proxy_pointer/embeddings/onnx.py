@@ -18,6 +18,7 @@ nothing half-written; a cached file that does not load is exported again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -25,17 +26,18 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .. import defaults
+from .. import bundled, defaults
 from ..errors import ConfigError, EmbeddingError
+from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, normalize_rows
 
-__all__ = ["OnnxEmbedder", "onnx_available"]
+__all__ = ["OnnxEmbedder", "onnx_available", "quiet_weight_loading"]
 
 #: Bump when the export or optimisation recipe changes, so an old file is not reused.
 _RECIPE = "v1"
@@ -48,6 +50,26 @@ def onnx_available() -> bool:
     return importlib.util.find_spec("onnxruntime") is not None
 
 
+@contextlib.contextmanager
+def quiet_weight_loading() -> Iterator[None]:
+    """Hide transformers' "Loading weights" progress bar, which would clutter CLI output.
+
+    Used wherever transformers loads weights: the export here and the PyTorch backend.
+    """
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -58,8 +80,15 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _check_layout(folder: Path) -> int:
-    """Max sequence length of a Transformer -> mean Pooling [-> Normalize] folder."""
+def _max_seq_length(folder: Path) -> int:
+    """The ``max_seq_length`` of a sentence-transformers folder (512 when it states none)."""
+    st_config = folder / "sentence_bert_config.json"
+    length = _read_json(st_config).get("max_seq_length") if st_config.is_file() else None
+    return int(length or 512)
+
+
+def _check_layout(folder: Path) -> None:
+    """Refuse a folder that is not Transformer -> mean Pooling [-> Normalize]."""
     modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
     kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
     if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
@@ -69,13 +98,10 @@ def _check_layout(folder: Path) -> int:
     if not pooling.get("pooling_mode_mean_tokens") or sum(
             bool(v) for k, v in pooling.items() if k.startswith("pooling_mode_")) != 1:
         raise EmbeddingError(f"{folder}: ONNX backend supports mean pooling only")
-    st_config = folder / "sentence_bert_config.json"
-    length = _read_json(st_config).get("max_seq_length") if st_config.is_file() else None
-    return int(length or 512)
 
 
-def _display_name(folder: Path, bundled: bool) -> str:
-    return "all-MiniLM-L6-v2" if bundled else folder.name
+def _display_name(folder: Path, is_bundled: bool) -> str:
+    return bundled.NAME if is_bundled else folder.name
 
 
 def _fingerprint(folder: Path, quantize: str | None) -> str:
@@ -104,8 +130,6 @@ def _export(folder: Path, target: Path, quantize: str | None) -> None:
     """Export ``folder``'s transformer to ``target`` (optimised, optionally int8)."""
     import torch
     from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-    from .sentence_transformers import quiet_weight_loading
 
     config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
     with quiet_weight_loading():
@@ -165,6 +189,10 @@ class OnnxEmbedder:
     (8 measured best on two cores). The model is exported on first use into ``cache_dir``
     (default: the user cache folder), with a one-line notice on stderr.
 
+    ``max_tokens`` is the model's ``max_seq_length`` (256 for the bundled MiniLM), where
+    texts are truncated; ``tokenizer`` counts with the model's own ``tokenizer.json`` (the
+    bundled model's: the word pieces of :mod:`proxy_pointer.tokens`).
+
     Raises :class:`EmbeddingError` when the model cannot be exported or loaded, and
     :class:`ConfigError` on bad arguments.
     """
@@ -185,10 +213,13 @@ class OnnxEmbedder:
         self._tokenizer: Any = None
         self._inputs: list[str] = []
         self._lock = threading.Lock()
-        name = "all-MiniLM-L6-v2" if model is None else os.fspath(model)
+        name = bundled.NAME if model is None else os.fspath(model)
         self.model_id = (f"sentence-transformers:{name}" if quantize is None
                          else f"onnx-int8:{name}")
-        self.dimension = 384 if model is None else self._hidden_size()
+        self.dimension = bundled.DIMENSION if model is None else self._hidden_size()
+        self.max_tokens = bundled.MAX_TOKENS if model is None else _max_seq_length(self._source())
+        self.tokenizer: TokenCounter = (WORD_PIECES if model is None
+                                        else TokenizerFile(self._source() / "tokenizer.json"))
 
     def __repr__(self) -> str:
         return f"OnnxEmbedder({self.model_id!r})"
@@ -198,9 +229,7 @@ class OnnxEmbedder:
             if not (self._folder / "modules.json").is_file():
                 raise EmbeddingError(f"{self._folder}: not a sentence-transformers model folder")
             return self._folder
-        from .sentence_transformers import bundled_model_path
-
-        return bundled_model_path()
+        return bundled.model_path()
 
     def _hidden_size(self) -> int:
         config = _read_json(self._source() / "config.json")
@@ -236,7 +265,7 @@ class OnnxEmbedder:
         if self._session is not None:
             return
         folder = self._source()
-        max_length = _check_layout(folder)
+        _check_layout(folder)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             import onnxruntime as ort
@@ -247,7 +276,7 @@ class OnnxEmbedder:
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         # The bundled tokenizer.json pads and truncates to a fixed 128; sentence-transformers
         # truncates at max_seq_length (256) and pads to the longest text in the batch.
-        tokenizer.enable_truncation(max_length=max_length)
+        tokenizer.enable_truncation(max_length=self.max_tokens)
         pad = tokenizer.padding or {}
         tokenizer.enable_padding(pad_id=int(pad.get("pad_id", 0)),
                                  pad_token=str(pad.get("pad_token", "[PAD]")))

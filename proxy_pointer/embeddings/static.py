@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import defaults
+from .. import bundled, defaults
 from ..errors import EmbeddingError
+from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, normalize_rows
-from .sentence_transformers import bundled_model_path
 
 __all__ = ["FAST_MODEL_ID", "StaticEmbedder", "distilled_minilm"]
 
@@ -34,6 +34,9 @@ __all__ = ["FAST_MODEL_ID", "StaticEmbedder", "distilled_minilm"]
 #: index built with the old model is refused rather than queried with different vectors.
 FAST_MODEL_ID = "fast:minilm-static-v1"
 _PCA_DIMS = 256
+# model2vec's encode() truncates every text to the model's max_length tokens, 512 unless the
+# model's config says otherwise (distillation keeps that default).
+_MODEL2VEC_MAX_LENGTH = 512
 _INSTALL_HINT = "fast mode needs model2vec: pip install 'proxy-pointer[fast]'"
 
 
@@ -59,7 +62,7 @@ def distilled_minilm(cache_dir: str | os.PathLike[str] | None = None, *,
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        model = distill(model_name=str(bundled_model_path()), pca_dims=_PCA_DIMS)
+        model = distill(model_name=str(bundled.model_path()), pca_dims=_PCA_DIMS)
         model.save_pretrained(str(tmp))
         tmp.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -83,6 +86,12 @@ class StaticEmbedder:
     first use, see :func:`distilled_minilm`). Deterministic: the same text always gets the
     same vector. Raises :class:`EmbeddingError` when the model cannot be loaded.
 
+    A static model has no attention window, but model2vec truncates each text at the
+    model's ``max_length`` (512 tokens by default), so that is ``max_tokens``; a model saved
+    without a limit reads every token and declares ``sys.maxsize``. Fast mode keeps the
+    bundled MiniLM's word-piece vocabulary, so its ``tokenizer`` is those word pieces
+    (:mod:`proxy_pointer.tokens`); another model counts with its ``tokenizer.json``.
+
     >>> emb = StaticEmbedder()                                  # doctest: +SKIP
     >>> emb.embed_documents(["static embeddings"]).shape        # doctest: +SKIP
     (1, 256)
@@ -95,7 +104,14 @@ class StaticEmbedder:
         self._model: Any = None
         self._lock = threading.Lock()
         self.model_id = FAST_MODEL_ID if path is None else f"static:{path}"
-        self.dimension = _PCA_DIMS if path is None else int(self._load().dim)
+        self.tokenizer: TokenCounter = WORD_PIECES
+        self.max_tokens = _MODEL2VEC_MAX_LENGTH
+        self.dimension = _PCA_DIMS
+        if self._path is not None:
+            model = self._load()
+            self.dimension = int(model.dim)
+            self.max_tokens = sys.maxsize if model.max_length is None else int(model.max_length)
+            self.tokenizer = TokenizerFile(self._path / "tokenizer.json")
 
     def __repr__(self) -> str:
         return f"StaticEmbedder({self.model_id!r})"
