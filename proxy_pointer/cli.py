@@ -83,9 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("--include", action="append", default=None, metavar="GLOB")
     i.add_argument("--exclude", action="append", default=[], metavar="GLOB")
     i.add_argument("--prune", action="store_true", help="remove documents whose files are gone")
-    i.add_argument("--embedder", default=None,
-                   help="minilm (default), minilm-int8, fast, st:<model>, gemini:<model>[:dim], "
-                        "hash[:dim]")
+    from .embeddings.factory import SPEC_HELP
+
+    i.add_argument("--embedder", default=None, help=SPEC_HELP)
     i.add_argument("--chunking", choices=["tokens", "chars"], default="tokens",
                    help="token-sized chunks fitted to the embedder (default) or 2000/200 chars")
     i.add_argument("--approximate", action="store_true",
@@ -199,7 +199,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     from .chunking import ChunkConfig
     from .documents import DEFAULT_INCLUDE
     from .index import update_directory
-    from .ingest import DEFAULT_BATCH_BYTES
+    from .ingest import DEFAULT_BATCH_BYTES, make_executor
     from .noise import NoiseConfig
     from .stores import open_store
     from .vectors import VectorIndexConfig
@@ -212,7 +212,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
     embedder = _make_embedder(spec, args.cache_dir)
     chunk_config = None
     if not existing or args.chunking != "tokens" or args.no_noise_filter:
-        chunk_config = ChunkConfig.chars(2000, 200) if args.chunking == "chars" else ChunkConfig()
+        chunk_config = (ChunkConfig.chars(2000, 200) if args.chunking == "chars"
+                        else ChunkConfig.for_window(embedder.max_tokens))
         if args.no_noise_filter:
             chunk_config = chunk_config.with_noise(NoiseConfig.off())
     bar = _progress_bar(args.quiet)
@@ -222,8 +223,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
         vector_config=VectorIndexConfig(kind="ivf") if args.approximate else None,
         recover_headings=args.recover_headings, lock_timeout=args.lock_timeout,
         root=args.root, include=tuple(args.include or DEFAULT_INCLUDE),
-        exclude=tuple(args.exclude), prune=args.prune, progress=bar, workers=args.workers,
-        executor=args.executor,
+        exclude=tuple(args.exclude), prune=args.prune, progress=bar,
+        executor=make_executor(args.executor, workers=args.workers),
         batch_bytes=DEFAULT_BATCH_BYTES if args.batch_mb is None else int(args.batch_mb * 1e6),
     )
     if bar is not None:

@@ -30,6 +30,7 @@ from .embeddings import Embedder, make_embedder
 from .errors import ConfigError
 from .ingest import (
     DEFAULT_BATCH_BYTES,
+    Executor,
     IngestProgress,
     Source,
     UpdateReport,
@@ -87,7 +88,9 @@ class Index:
 
             embedder = default_embedder()
         self.embedder = embedder
-        self.chunk_config = chunk_config or ChunkConfig()
+        # Chunks are sized to what the embedder reads (its max_tokens), not to one model's.
+        self.chunk_config = (ChunkConfig.for_window(embedder.max_tokens) if chunk_config is None
+                             else chunk_config.fitted(embedder.max_tokens))
         self.recover_headings = recover_headings
         self.encoding = encoding
         self.noise_llm = noise_llm
@@ -105,7 +108,7 @@ class Index:
               include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
               progress: Callable[[IngestProgress], None] | None = None,
               batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
-              executor: str = "local", **kwargs: Any) -> Index:
+              executor: Executor | None = None, **kwargs: Any) -> Index:
         """Index the files under ``paths`` (see :func:`~.documents.discover` and
         :meth:`update`); other keywords go to the constructor."""
         idx = cls(**kwargs)
@@ -154,8 +157,9 @@ class Index:
         m = opened.manifest
         if embedder is None:
             embedder = make_embedder(m.embedder.model_id)
-        idx = cls(embedder=embedder, chunk_config=m.chunking, vector_config=m.vector_index,
+        idx = cls(embedder=embedder, vector_config=m.vector_index,
                   recover_headings=m.recover_headings)
+        idx.chunk_config = m.chunking  # as recorded: an index opens as it was built
         idx._set(opened.segments)
         idx._origin = (store, opened.generation)
         idx._chunker_version = m.chunker_version
@@ -324,7 +328,7 @@ class Index:
                include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
                prune: bool = False, progress: Callable[[IngestProgress], None] | None = None,
                batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
-               executor: str = "local") -> UpdateReport:
+               executor: Executor | None = None) -> UpdateReport:
         """Bring the index up to date with the files under ``paths``.
 
         New files are added, changed ones re-chunked (only changed chunks re-embedded),
@@ -336,9 +340,10 @@ class Index:
         Files stream through in batches of about ``batch_bytes`` of text, parsed by
         ``workers`` processes while this one embeds (see :func:`~.ingest.ingest`; ``None``
         picks a count from the CPUs, ``0`` parses here). ``progress`` is called with an
-        :class:`~.ingest.IngestProgress` as the work advances. ``executor="ray"`` parses and
-        embeds on Ray actors instead (:mod:`~.distributed`; ``workers`` actors), with the
-        same result; anything else but ``"local"`` raises :class:`ConfigError`.
+        :class:`~.ingest.IngestProgress` as the work advances. ``executor`` parses elsewhere
+        instead (an :class:`~.ingest.Executor` with its own workers, e.g.
+        :class:`~.ingest.RayExecutor`: Ray actors parse and embed), with the same result;
+        giving ``workers`` with it raises :class:`ConfigError`.
         """
         t0 = time.perf_counter()
         found = discover(paths, root=root, include=include, exclude=exclude)
@@ -354,7 +359,8 @@ class Index:
     def _apply(self, sources: list[Source], *, remove: Sequence[str],
                progress: Callable[[IngestProgress], None] | None = None,
                batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
-               started: float | None = None, executor: str = "local") -> UpdateReport:
+               started: float | None = None, executor: Executor | None = None
+               ) -> UpdateReport:
         """Chunk and embed ``sources``, drop ``remove``; commit only if all succeed."""
         rechunk = self._chunker_version != CHUNKER_VERSION
         stored = self._segments.sha256s()
@@ -457,7 +463,8 @@ def update_directory(location: str | os.PathLike[str] | Store,
             idx = Index.load(store, embedder=embedder)
             idx.noise_llm = noise_llm
             if (chunk_config is not None
-                    and chunk_config.to_dict() != idx.chunk_config.to_dict()):
+                    and chunk_config.fitted(idx.embedder.max_tokens).to_dict()
+                    != idx.chunk_config.to_dict()):
                 raise ConfigError(
                     f"{store.location}: index was built with other chunking settings; "
                     "rebuild it in a new directory"

@@ -1,5 +1,6 @@
 """Tests for proxy_pointer.ingest: streaming batches and the parsing pool give the one-shot
-result, progress events add up, and a run killed mid-way resumes from the embedding cache."""
+result, progress events add up, any Executor drives the one pipeline loop, and a run killed
+mid-way resumes from the embedding cache."""
 
 from __future__ import annotations
 
@@ -15,9 +16,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from proxy_pointer.chunking import ChunkConfig
 from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.index import Index, IngestProgress
+from proxy_pointer.ingest import (
+    Batch,
+    Executor,
+    Job,
+    LocalExecutor,
+    RayExecutor,
+    ReadDocument,
+    embed_checked,
+    make_executor,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 _TOPICS = ["harbor", "orchard", "glacier", "archive", "furnace", "meadow", "quarry", "lantern",
@@ -105,6 +117,86 @@ def test_bad_batch_settings_are_refused(tmp_path: Path) -> None:
         Index(embedder=HashEmbedder(32)).update([docs], batch_bytes=0)
     with pytest.raises(ConfigError, match="workers"):
         Index(embedder=HashEmbedder(32)).update([docs], workers=-1)
+
+
+class SelfEmbeddingExecutor:
+    """An Executor written here: parses in this process and embeds every other new text of
+    a batch itself, with three batches in flight and batches of a fifth of the run."""
+
+    window = 3
+
+    def __init__(self) -> None:
+        self.job: Job | None = None
+        self.starts = self.closes = self.submits = 0
+
+    def start(self, job: Job, *, batches: int) -> SelfEmbeddingExecutor:
+        self.job, self.starts = job, self.starts + 1
+        return self
+
+    def batch_bytes(self, requested: int, total: int) -> int:
+        return max(1, total // 5)
+
+    def submit(self, docs, *, skip=frozenset()):
+        self.submits += 1
+        return list(docs), skip
+
+    def result(self, handle: tuple[list[ReadDocument], frozenset[str]]) -> Batch:
+        assert self.job is not None
+        docs, skip = handle
+        parsed = [d.parse(self.job.config, self.job.recover_headings) for d in docs]
+        texts = sorted({c.embed_text for p in parsed for c in p.chunks} - skip)[::2]
+        vectors = (embed_checked(self.job.embedder, texts) if texts
+                   else np.zeros((0, self.job.embedder.dimension), np.float32))
+        return Batch(parsed, texts, vectors)
+
+    def close(self) -> None:
+        self.closes += 1
+
+    def __enter__(self) -> SelfEmbeddingExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def test_any_executor_drives_the_pipeline(tmp_path: Path) -> None:
+    docs = _write_docs(tmp_path / "docs", 10)
+    local = Index(embedder=HashEmbedder(64))
+    rep_local = local.update([docs], workers=0)
+    executor = SelfEmbeddingExecutor()
+    assert isinstance(executor, Executor) and isinstance(LocalExecutor(), Executor)
+    other = Index(embedder=HashEmbedder(64))
+    events: list[IngestProgress] = []
+    rep = other.update([docs], executor=executor, progress=events.append)
+    _same(local, other)
+    assert rep.embedded == rep_local.embedded and rep.added == rep_local.added
+    assert executor.submits >= 5 and executor.starts == executor.closes == 1
+    assert events[-1].documents_done == events[-1].documents_total == 12
+    # The object serves the next run too; only the edited document is parsed again.
+    (docs / "paper03.md").write_text(_doc(3).replace("Discussion", "Conclusions"))
+    local.update([docs], workers=0)
+    rep = other.update([docs], executor=executor)
+    _same(local, other)
+    assert rep.updated == ("paper03.md",) and executor.starts == executor.closes == 2
+
+
+def test_executors_are_objects_and_strings_only_name_them(tmp_path: Path) -> None:
+    docs = _write_docs(tmp_path / "docs", 1)
+    idx = Index(embedder=HashEmbedder(32))
+    with pytest.raises(ConfigError, match="executor must be an Executor"):
+        idx.update([docs], executor="local")
+    with pytest.raises(ConfigError, match="workers=2 is for the default executor"):
+        idx.update([docs], executor=LocalExecutor(), workers=2)
+    with pytest.raises(ConfigError, match="executor must be 'local' or 'ray', got 'dask'"):
+        make_executor("dask")
+    with pytest.raises(ConfigError, match="workers must be an integer >= 0"):
+        make_executor("ray", workers=-1)
+    assert isinstance(make_executor("local", workers=0), LocalExecutor)
+    assert isinstance(make_executor("ray"), RayExecutor)  # Ray is not imported yet
+    # An index-time LLM cannot travel to Ray actors: refused before Ray is even needed.
+    job = Job(HashEmbedder(32), ChunkConfig(summaries=True))
+    with pytest.raises(ConfigError, match="cannot use an index-time LLM"):
+        RayExecutor().start(job, batches=1)
 
 
 def test_cli_bar_shows_bytes_documents_and_chunks(capsys: pytest.CaptureFixture[str]

@@ -1,4 +1,4 @@
-"""Ingestion on Ray (``executor="ray"``) gives what a single-process run gives.
+"""Ingestion on Ray (``executor=RayExecutor()``) gives what a single-process run gives.
 
 One local Ray (two CPUs) serves the whole module: starting Ray takes seconds.
 """
@@ -17,6 +17,7 @@ from proxy_pointer.cli import main
 from proxy_pointer.embeddings import HashEmbedder, SentenceTransformerEmbedder
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.index import Index, update_directory
+from proxy_pointer.ingest import RayExecutor, make_executor
 
 ray = pytest.importorskip("ray")
 
@@ -50,7 +51,7 @@ def test_sample_on_ray_equals_local_hash_embedder() -> None:
     local = Index.build([SAMPLE], embedder=HashEmbedder(64), batch_bytes=SMALL)
     events = []
     remote = Index.build([SAMPLE], embedder=HashEmbedder(64), batch_bytes=SMALL,
-                         executor="ray", progress=events.append)
+                         executor=RayExecutor(), progress=events.append)
     assert_same(local, remote)
     assert len(remote) == 4
     assert events[-1].documents_done == events[-1].documents_total == 4
@@ -63,7 +64,7 @@ def test_sample_on_ray_equals_local_hash_embedder() -> None:
 def test_sample_on_ray_equals_local_default_embedder() -> None:
     local = Index.build([SAMPLE], embedder=SentenceTransformerEmbedder())
     remote = Index.build([SAMPLE], embedder=SentenceTransformerEmbedder(), batch_bytes=SMALL,
-                         executor="ray", workers=2)
+                         executor=RayExecutor(workers=2))
     assert_same(local, remote, atol=1e-5)
 
 
@@ -83,7 +84,7 @@ def test_incremental_update_on_ray_matches_local(tmp_path: Path) -> None:
     for executor in ("local", "ray"):
         results[executor] = update_directory(
             tmp_path / executor, [docs], embedder=HashEmbedder(64), prune=True,
-            executor=executor, batch_bytes=SMALL)
+            executor=make_executor(executor), batch_bytes=SMALL)
     (_, lrep), (_, rrep) = results["local"], results["ray"]
     assert rrep.updated == lrep.updated == (changed.name,)
     assert rrep.added == lrep.added == ("new.md",)
@@ -101,7 +102,7 @@ def test_unreadable_file_is_skipped_alike(tmp_path: Path) -> None:
     reports = {}
     for executor in ("local", "ray"):
         idx = Index(embedder=HashEmbedder(64))
-        reports[executor] = idx.update([docs], executor=executor)
+        reports[executor] = idx.update([docs], executor=make_executor(executor))
     assert reports["ray"].skipped == reports["local"].skipped
     assert len(reports["ray"].skipped) == 1 and "broken.md" in reports["ray"].skipped[0]
     assert reports["ray"].added == reports["local"].added
@@ -110,7 +111,7 @@ def test_unreadable_file_is_skipped_alike(tmp_path: Path) -> None:
 def test_embedder_not_rebuildable_by_id_is_pickled_or_refused() -> None:
     custom = HashEmbedder(32)
     custom.model_id = "my-own-hash"  # no factory spec: shipped pickled
-    idx = Index.build([SAMPLE], embedder=custom, executor="ray")
+    idx = Index.build([SAMPLE], embedder=custom, executor=RayExecutor())
     assert np.allclose(idx.vectors, Index.build([SAMPLE], embedder=HashEmbedder(32)).vectors)
 
     class Unpicklable(HashEmbedder):
@@ -120,7 +121,7 @@ def test_embedder_not_rebuildable_by_id_is_pickled_or_refused() -> None:
             self.lock = threading.Lock()
 
     with pytest.raises(ConfigError, match="cannot hand embedder 'unpicklable'"):
-        Index.build([SAMPLE], embedder=Unpicklable(), executor="ray")
+        Index.build([SAMPLE], embedder=Unpicklable(), executor=RayExecutor())
 
 
 def test_cli_index_executor_ray(capsys, tmp_path: Path) -> None:
@@ -139,7 +140,11 @@ def test_cli_index_executor_ray(capsys, tmp_path: Path) -> None:
 
 def test_bad_executor_is_refused(capsys, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="executor must be 'local' or 'ray', got 'dask'"):
-        Index.build([SAMPLE], embedder=HashEmbedder(16), executor="dask")
+        make_executor("dask")
+    with pytest.raises(ConfigError, match="executor must be an Executor"):
+        Index.build([SAMPLE], embedder=HashEmbedder(16), executor="ray")
+    with pytest.raises(ConfigError, match="workers=2 is for the default executor"):
+        Index.build([SAMPLE], embedder=HashEmbedder(16), executor=RayExecutor(), workers=2)
     with pytest.raises(SystemExit) as exc:
         main(["index", str(SAMPLE), "--index", str(tmp_path / "idx"), "--executor", "dask"])
     assert exc.value.code == 2
@@ -149,7 +154,7 @@ def test_bad_executor_is_refused(capsys, tmp_path: Path) -> None:
 def test_missing_ray_gives_the_install_hint(capsys, monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # "import ray" now fails
     with pytest.raises(ConfigError, match=r"pip install 'proxy-pointer\[ray\]'"):
-        Index.build([SAMPLE], embedder=HashEmbedder(16), executor="ray")
+        Index.build([SAMPLE], embedder=HashEmbedder(16), executor=RayExecutor())
     code = main(["index", str(SAMPLE), "--index", str(tmp_path / "idx"), "--executor", "ray",
                  "--embedder", "hash:16", "--cache-dir", str(tmp_path / "cache"), "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()

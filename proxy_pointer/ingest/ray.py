@@ -1,11 +1,11 @@
-"""Ingestion on Ray: actors that parse and embed whole batches, for ``executor="ray"``.
+"""Ingestion on Ray: :class:`RayExecutor`, actors that parse and embed whole batches.
 
-:func:`~proxy_pointer.ingest.ingest` keeps reading, the SHA-256 checks (unchanged documents
-are skipped exactly as in a local run), vector reuse and staging in the driver; it hands each
-batch of changed documents (about 2 MB of text) to :class:`RayWorkers`. An actor runs
-:func:`~proxy_pointer.ingest.parse_document` on every document of the batch and embeds the
-batch's distinct chunk texts, except those the driver already holds vectors for (the stored
-chunks of re-parsed documents). The embedder is rebuilt once per actor from its ``model_id``
+The pipeline (:func:`~proxy_pointer.ingest.ingest`) keeps reading, the SHA-256 checks
+(unchanged documents are skipped exactly as in a local run), vector reuse and staging in
+this process; it hands each batch of changed documents to the executor. An actor parses
+every document of the batch and embeds the batch's distinct chunk texts, except those the
+pipeline already holds vectors for (the stored chunks of re-parsed documents). The embedder
+is rebuilt once per actor from its ``model_id``
 (:func:`~proxy_pointer.embeddings.embedder_from_id`; a :class:`CachedEmbedder` is rebuilt
 around the same cache folder, which on one machine is the same SQLite file), or, for an
 embedder no id describes, unpickled from a copy; the model loads once per actor, not per batch.
@@ -14,9 +14,9 @@ Each actor takes one CPU and runs its model on one thread (``OMP_NUM_THREADS``, 
 Runtime and PyTorch follow): with one actor per core, more threads only oversubscribe the
 cores (measured: two actors with ONNX Runtime's default threads took 1.8x as long).
 
-Ray is an optional dependency (``pip install 'proxy-pointer[ray]'``), imported when used.
-``RAY_ADDRESS`` names a running cluster to join (its nodes need proxy-pointer installed);
-without it a local Ray is started with one CPU per usable core and no dashboard.
+Ray is an optional dependency (``pip install 'proxy-pointer[ray]'``), imported when a run
+starts. ``RAY_ADDRESS`` names a running cluster to join (its nodes need proxy-pointer
+installed); without it a local Ray is started with one CPU per usable core and no dashboard.
 """
 
 from __future__ import annotations
@@ -25,34 +25,20 @@ import logging
 import os
 import pickle
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Self
 
 import numpy as np
 
-from .chunking import ChunkConfig
-from .embeddings import CachedEmbedder, Embedder, embedder_from_id
-from .errors import ConfigError, ProxyPointerError
-from .ingest import EMBED_STEP, ParsedDocument, embed_checked, parse_document, usable_cpus
+from ..chunking import ChunkConfig
+from ..embeddings import CachedEmbedder, Embedder, embedder_from_id
+from ..errors import ConfigError, ProxyPointerError
+from .executor import EMBED_STEP, Batch, Job, check_workers, embed_checked, usable_cpus
+from .parsing import ReadDocument
 
-__all__ = ["RAY_HINT", "RayWorkers", "RemoteBatch", "start_ray"]
+__all__ = ["RAY_HINT", "RayExecutor", "start_ray"]
 
 RAY_HINT = "executor='ray' needs Ray: pip install 'proxy-pointer[ray]'"
-# A document to parse: (text, doc_id, source_path, kind, sha256).
-_Doc = tuple[str, str, str, str | None, str]
-
-
-@dataclass(frozen=True)
-class RemoteBatch:
-    """What an actor returns for one batch: the documents parsed (in the order given), the
-    texts it embedded and their vectors (row ``i`` is ``texts[i]``), and its embedding
-    seconds."""
-
-    parsed: list[ParsedDocument]
-    texts: list[str]
-    vectors: np.ndarray
-    embed_seconds: float
 
 
 def _ray() -> Any:
@@ -80,7 +66,8 @@ def start_ray() -> Any:
 
 
 def _package_root() -> str:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    """PYTHONPATH for actors: the folder holding ``proxy_pointer/``, then the caller's."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     extra = os.environ.get("PYTHONPATH")
     return os.pathsep.join([root, extra]) if extra else root
 
@@ -121,63 +108,87 @@ class _Worker:
                                    else CachedEmbedder(inner, cache_dir))
         self.config, self.recover_headings = config, recover_headings
 
-    def run(self, docs: list[_Doc], skip: frozenset[str]) -> RemoteBatch:
-        parsed = [parse_document(text, doc_id, path, kind, self.config, self.recover_headings,
-                                 digest=digest) for text, doc_id, path, kind, digest in docs]
+    def run(self, docs: list[ReadDocument], skip: frozenset[str]) -> Batch:
+        parsed = [d.parse(self.config, self.recover_headings) for d in docs]
         todo = sorted({c.embed_text for p in parsed for c in p.chunks} - skip)
         t = time.perf_counter()
         parts = [embed_checked(self.embedder, todo[i:i + EMBED_STEP])
                  for i in range(0, len(todo), EMBED_STEP)]
         vectors = (np.concatenate(parts) if parts
                    else np.zeros((0, self.embedder.dimension), np.float32))
-        return RemoteBatch(parsed, todo, vectors, time.perf_counter() - t)
+        return Batch(parsed, todo, vectors, time.perf_counter() - t)
 
 
-class RayWorkers:
-    """Actors that parse and embed batches: :meth:`submit` one, :meth:`result` waits for it.
+class RayExecutor:
+    """Ray actors that parse and embed batches (an :class:`~.executor.Executor`).
 
-    ``workers``: actors to start (``None`` or ``0``: one per CPU of the Ray cluster), one CPU
-    each (:attr:`size`). :attr:`window` is how many batches may be in flight at once (two
-    per actor, so none waits while the driver stages a result). Raises
-    :class:`ConfigError` without Ray or for an embedder the actors cannot rebuild.
+    ``workers``: actors to start per run (``None`` or ``0``: one per CPU of the Ray
+    cluster), one CPU each (:attr:`size` once started). :attr:`window` is how many batches
+    may be in flight at once (two per actor, so none waits while the pipeline stages a
+    result). Same staged documents, chunks and counts as a local run, vectors equal up to
+    float noise; progress comes per batch. :meth:`start` raises :class:`ConfigError`
+    without Ray, for an embedder the actors cannot rebuild, or for an index-time LLM (the
+    client cannot travel to actors).
+
+    >>> RayExecutor(workers=2).workers      # Ray itself starts with the first run
+    2
     """
 
-    def __init__(self, embedder: Embedder, config: ChunkConfig, recover_headings: bool,
-                 workers: int | None = None) -> None:
-        # cloudpickle: an embedder class defined in the caller's script travels too.
-        recipe = _recipe(embedder, _ray().cloudpickle.dumps)  # before Ray starts (slow)
-        self._ray = ray = start_ray()
-        n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        actor = ray.remote(num_cpus=1)(_Worker)
-        self._actors = [actor.remote(recipe, config, recover_headings, 1) for _ in range(n)]
-        self._load: list[list[Any]] = [[] for _ in range(n)]  # refs in flight per actor
-        self._dimension = int(embedder.dimension)
-        self.size, self.window = n, 2 * n
+    def __init__(self, workers: int | None = None) -> None:
+        check_workers(workers)
+        self.workers = workers
+        self.size = self.window = 0
+        self._ray: Any = None
+        self._actors: list[Any] = []
+        self._load: list[list[Any]] = []  # refs in flight per actor
+        self._dimension = 0
 
-    def submit(self, docs: list[_Doc], *, skip: frozenset[str] = frozenset()) -> Any:
-        """Start parsing and embedding ``docs`` (``(text, doc_id, source_path, kind,
-        sha256)`` each) on the least busy actor; texts in ``skip`` are not embedded.
-        Returns a handle for :meth:`result`."""
+    def start(self, job: Job, *, batches: int) -> Self:
+        if job.config.noise.use_llm or job.config.summaries:
+            raise ConfigError("executor='ray' cannot use an index-time LLM (noise_llm); "
+                              "use executor='local'")
+        # cloudpickle: an embedder class defined in the caller's script travels too.
+        recipe = _recipe(job.embedder, _ray().cloudpickle.dumps)  # before Ray starts (slow)
+        self._ray = ray = start_ray()
+        n = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        actor = ray.remote(num_cpus=1)(_Worker)
+        self._actors = [actor.remote(recipe, job.config, job.recover_headings, 1)
+                        for _ in range(n)]
+        self._load = [[] for _ in range(n)]
+        self._dimension = int(job.embedder.dimension)
+        self.size, self.window = n, 2 * n
+        return self
+
+    def batch_bytes(self, requested: int, total: int) -> int:
+        # A batch is an actor's unit of work: at least four per actor, so that all of them
+        # work, and evenly, however small the update.
+        return max(1, min(requested, total // (4 * max(1, self.size))))
+
+    def submit(self, docs: Sequence[ReadDocument], *, skip: frozenset[str] = frozenset()
+               ) -> Any:
+        """Start parsing and embedding ``docs`` on the least busy actor; texts in ``skip``
+        are not embedded. Returns a handle for :meth:`result`."""
         ray = self._ray
         if not docs:
-            return ray.put(RemoteBatch([], [], np.zeros((0, self._dimension), np.float32), 0.0))
+            return ray.put(Batch([], [], np.zeros((0, self._dimension), np.float32)))
         refs = [r for load in self._load for r in load]
         finished, _ = ray.wait(refs, num_returns=len(refs), timeout=0) if refs else ([], [])
         gone = set(finished)
         for load in self._load:
             load[:] = [r for r in load if r not in gone]
         i = min(range(len(self._actors)), key=lambda k: len(self._load[k]))
-        ref = self._actors[i].run.remote(docs, skip)
+        ref = self._actors[i].run.remote(list(docs), skip)
         self._load[i].append(ref)
         return ref
 
-    def result(self, handle: Any) -> RemoteBatch:
-        """The batch's :class:`RemoteBatch`, once ready. An error on the actor is raised
-        here as it was raised there (an :class:`EmbeddingError` stays one); a lost actor
-        raises :class:`ProxyPointerError`."""
+    def result(self, handle: Any) -> Batch:
+        """The batch's :class:`~.executor.Batch`, once ready. An error on the actor is
+        raised here as it was raised there (an :class:`EmbeddingError` stays one); a lost
+        actor raises :class:`ProxyPointerError`."""
         ray = self._ray
+        t = time.perf_counter()
         try:
-            batch: RemoteBatch = ray.get(handle)
+            batch: Batch = ray.get(handle)
         except ray.exceptions.RayTaskError as e:
             cause = e.cause
             if isinstance(cause, BaseException):
@@ -185,10 +196,17 @@ class RayWorkers:
             raise
         except ray.exceptions.RayError as e:
             raise ProxyPointerError(f"a Ray worker was lost while ingesting: {e}") from None
-        return batch
+        return Batch(batch.parsed, batch.texts, batch.vectors, batch.embed_seconds,
+                     wait_seconds=time.perf_counter() - t)
 
     def close(self) -> None:
         """Stop the actors (Ray itself keeps running for the next run)."""
         for a in self._actors:
             self._ray.kill(a)
-        self._actors = []
+        self._actors, self._load = [], []
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,156 @@
+"""Parsing one document: its tree, chunks and per-line token counts, and its record.
+
+What parsing owns, wherever it runs (in the ingesting process, a worker process or a Ray
+actor): the documents to index (:class:`Source`), a document read and hashed
+(:class:`ReadDocument`), what parsing it yields (:class:`ParsedDocument`), and the content
+hash that tells a changed document from an unchanged one (:func:`text_digest`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from hashlib import sha256
+from typing import TYPE_CHECKING
+
+from ..chunking import Chunk, ChunkConfig, chunk_text, chunk_tree, skip_reasons
+from ..documents import document_kind
+from ..errors import ConfigError
+from ..noise import classify_noise
+from ..segmentation import segmented_tree
+from ..stores import DocumentRecord
+from ..summaries import SummaryCache, summary_chunks
+from ..tokens import count_tokens_batch
+from ..tree import build_tree, split_lines
+
+if TYPE_CHECKING:
+    from ..llm.base import LLM
+
+__all__ = ["ParsedDocument", "ReadDocument", "Source", "duplicate_pairs", "parse_document",
+           "text_digest"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One document to (re)index: a file at ``source_path``, or ``text`` held in memory.
+
+    ``kind`` ``None`` means "from the file name" (:func:`~proxy_pointer.documents.document_kind`).
+    """
+
+    doc_id: str
+    source_path: str
+    kind: str | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """What parsing one document yields: its record and chunks, and the seconds spent
+    building the tree (plus line token counts) and chunking, for ``UpdateReport.timings``."""
+
+    record: DocumentRecord
+    chunks: tuple[Chunk, ...]
+    tree_seconds: float
+    chunk_seconds: float
+    tree_json: str = ""  # the skeleton tree without its text, saved so queries never parse
+    sections_skipped: int = 0  # sections with own text that got no chunk (noise, or short)
+
+
+@dataclass(frozen=True)
+class ReadDocument:
+    """A changed document, read and hashed: what an executor parses. Picklable, so that it
+    travels to worker processes and Ray actors. ``digest``: :func:`text_digest` of ``text``."""
+
+    doc_id: str
+    source_path: str
+    kind: str | None
+    text: str
+    digest: str
+
+    def parse(self, config: ChunkConfig, recover_headings: bool, *,
+              noise_llm: LLM | None = None) -> ParsedDocument:
+        """:func:`parse_document` of this document."""
+        return parse_document(self.text, self.doc_id, self.source_path, self.kind, config,
+                              recover_headings, digest=self.digest, noise_llm=noise_llm)
+
+
+def text_digest(text: str) -> str:
+    """The SHA-256 (hex) of ``text`` in UTF-8: equal digests mean an unchanged document."""
+    return sha256(text.encode("utf-8")).hexdigest()
+
+
+def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
+                   config: ChunkConfig, recover_headings: bool, *, digest: str | None = None,
+                   noise_llm: LLM | None = None) -> ParsedDocument:
+    """Tree, chunks and per-line token counts of one document.
+
+    Module-level with picklable arguments so that a worker process can run it. ``digest``
+    is the SHA-256 of ``text`` when the caller has it already. Raises
+    :class:`~proxy_pointer.errors.ConfigError` when ``config.noise.use_llm`` is set without
+    ``noise_llm``; never raises on document content.
+    """
+    kind = kind or document_kind(source_path)
+    t = time.perf_counter()
+    tree = None if kind == "text" else build_tree(text, doc_id=doc_id,
+                                                  recover_headings=recover_headings)
+    lines = tree.lines if tree is not None else split_lines(text)
+    line_tokens = tuple(count_tokens_batch(lines))
+    if (config.mode == "structure" and config.headerless == "segments"
+            and (tree is None or not tree.has_headings)):
+        # No headings: topical segments stand in for sections (see segmentation.py).
+        title = tree.title if tree is not None else doc_id
+        tree = segmented_tree(doc_id, lines, title, tokens=line_tokens)
+    tt = time.perf_counter()
+    skipped = 0
+    if tree is None:
+        chunks = chunk_text(text, doc_id, config)
+    else:
+        structured = config.mode == "structure" and tree.has_headings
+        # Without the LLM that use_llm asks for, chunk_tree raises the ConfigError.
+        decisions = (classify_noise(tree, config.noise, llm=noise_llm)
+                     if structured and (noise_llm is not None or not config.noise.use_llm)
+                     else None)
+        chunks = chunk_tree(tree, config, noise=decisions, noise_llm=noise_llm,
+                            markdown=kind != "text")
+        if decisions is not None and any(c.node_id is not None for c in chunks):
+            # Sections with own text that got no chunk, for the summary.
+            skipped = sum(1 for n in skip_reasons(tree, config, noise=decisions)
+                          if tree.slice(tree.get(n).body_start, tree.get(n).own_end).strip())
+    if config.summaries and tree is not None:
+        if noise_llm is None:
+            raise ConfigError("ChunkConfig(summaries=True) needs an index-time LLM "
+                              "(Index(..., noise_llm=LLM))")
+        chunks = chunks + summary_chunks(tree, chunks, noise_llm, cache=_summary_cache(),
+                                         max_breadcrumb_tokens=config.max_breadcrumb_tokens)
+    tc = time.perf_counter()
+    record = DocumentRecord(
+        doc_id=doc_id, source_path=source_path, size=len(text.encode("utf-8")),
+        sha256=digest or text_digest(text), kind=kind, title=tree.title if tree else doc_id,
+        n_chunks=len(chunks), line_tokens=line_tokens,
+    )
+    tree_json = tree.to_json(include_text=False) if tree is not None else ""
+    return ParsedDocument(record, tuple(chunks), (tt - t) + (time.perf_counter() - tc),
+                          tc - tt, tree_json, skipped)
+
+
+def duplicate_pairs(shas: Mapping[str, str], changed: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``(doc_id, first doc_id with the same text)`` in each group of identical documents
+    that holds a changed one."""
+    groups: dict[str, list[str]] = {}
+    for doc_id in sorted(shas):
+        groups.setdefault(shas[doc_id], []).append(doc_id)
+    touched = set(changed)
+    return tuple((d, g[0]) for g in groups.values()
+                 if len(g) > 1 and touched.intersection(g) for d in g[1:])
+
+
+_SUMMARY_CACHE: SummaryCache | None = None
+
+
+def _summary_cache() -> SummaryCache:
+    """The process's summary cache (in the user cache folder), opened once."""
+    global _SUMMARY_CACHE
+    if _SUMMARY_CACHE is None or _SUMMARY_CACHE.path != SummaryCache.default_path():
+        _SUMMARY_CACHE = SummaryCache()
+    return _SUMMARY_CACHE
