@@ -7,7 +7,7 @@
 2. For every QASPER dev paper: chunk counts and the token-size distribution of the embedded
    texts for both settings (the quality comparison is the retrieval benchmark's job).
 
-    python3 benchmarks/bench_chunking.py [--sample 200] [--repeats 3] [--no-embed]
+    python -m benchmarks.bench_chunking [--sample 200] [--repeats 3] [--no-embed] [--out-dir DIR]
 
 Writes benchmarks/results/chunking-speed.{json,md} and chunking-sizes.{json,md}.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import statistics
 import sys
@@ -26,17 +25,15 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from proxy_pointer.chunking import ChunkConfig, chunk_tree  # noqa: E402
-from proxy_pointer.tokens import count_tokens, count_tokens_batch  # noqa: E402
-from proxy_pointer.tree import build_tree  # noqa: E402
+from proxy_pointer.chunking import ChunkConfig, chunk_tree
+from proxy_pointer.tokens import count_tokens, count_tokens_batch
+from proxy_pointer.tree import build_tree
 
-DATA = ROOT.parent / "shared" / "data"
+from .common import DATA, RESULTS, environment, write_report
+
 TEN_K = DATA / "finance-10k" / "docs"
 QASPER = DATA / "qasper-dev" / "docs"
-RESULTS = ROOT / "benchmarks" / "results"
 WINDOW = 256
 SETTINGS = {"tokens (default)": ChunkConfig(), "chars(2000, 200)": ChunkConfig.chars(2000, 200)}
 
@@ -117,16 +114,15 @@ def sizes() -> dict[str, Any]:
 
 
 def write_speed(rows: dict[str, Any], opts: argparse.Namespace) -> None:
-    meta = {"python": sys.version.split()[0], "machine": platform.machine(),
-            "cpus": os.cpu_count(), "sample": opts.sample, "repeats": opts.repeats}
-    (RESULTS / "chunking-speed.json").write_text(
-        json.dumps({**meta, "documents": rows}, indent=1) + "\n", encoding="utf-8")
+    env = environment()
+    meta = {"python": env["python"], "machine": env["machine"], "cpus": env["cpus"],
+            "sample": opts.sample, "repeats": opts.repeats}
     d = "tokens (default)"
     lines = [
         "# Chunking time vs embedding time (four 10-K filings)",
         "",
         f"`chunk_tree` best of {opts.repeats} runs after a warm-up, on a shared "
-        f"{os.cpu_count()}-core machine. Embedding: bundled all-MiniLM-L6-v2 on CPU, batch "
+        f"{env['cpus']}-core machine. Embedding: bundled all-MiniLM-L6-v2 on CPU, batch "
         f"32, a seeded random sample of {opts.sample} default chunks; **the time to embed "
         "all chunks is extrapolated from the sample** (chunks/s x chunk count).",
         "",
@@ -146,14 +142,12 @@ def write_speed(rows: dict[str, Any], opts: argparse.Namespace) -> None:
         embed = sum(r[d]["embed_all_s_extrapolated"] for r in rows.values())
         lines += ["", f"All four: chunking {chunk:.2f} s, embedding ~{embed:.0f} s "
                       f"(extrapolated): chunking is {100 * chunk / embed:.1f}% of embedding."]
-    md = "\n".join(lines) + "\n"
-    (RESULTS / "chunking-speed.md").write_text(md, encoding="utf-8")
-    print(md)
+    write_report(opts.out_dir, "chunking-speed",
+                 {**meta, "documents": rows, "environment": env}, lines, indent=1)
+    print("\n".join(lines))
 
 
-def write_sizes(out: dict[str, Any]) -> None:
-    (RESULTS / "chunking-sizes.json").write_text(json.dumps(out, indent=1) + "\n",
-                                                 encoding="utf-8")
+def write_sizes(out: dict[str, Any], opts: argparse.Namespace) -> None:
     lines = [
         "# Chunk counts and sizes on QASPER dev (281 papers)",
         "",
@@ -172,9 +166,8 @@ def write_sizes(out: dict[str, Any]) -> None:
             f"| {e['median']} ({e['p10']}-{e['p90']}, {e['max']}) "
             f"| {b['median']} ({b['p10']}-{b['p90']}) "
             f"| {r['over_window']} ({100 * r['over_window_share']:.1f}%) |")
-    md = "\n".join(lines) + "\n"
-    (RESULTS / "chunking-sizes.md").write_text(md, encoding="utf-8")
-    print(md)
+    write_report(opts.out_dir, "chunking-sizes", out, lines, indent=1)
+    print("\n".join(lines))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,14 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-embed", action="store_true", help="skip the embedding timing")
+    ap.add_argument("--out-dir", type=Path, default=RESULTS)
     opts = ap.parse_args(argv)
     if not TEN_K.is_dir() or not QASPER.is_dir():
         print(f"needs {TEN_K} and {QASPER}", file=sys.stderr)
         return 2
     count_tokens("warm-up")
-    RESULTS.mkdir(parents=True, exist_ok=True)
     write_speed(speed(opts), opts)
-    write_sizes(sizes())
+    write_sizes(sizes(), opts)
     return 0
 
 

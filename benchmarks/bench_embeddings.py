@@ -4,7 +4,7 @@ Texts are ~200 MiniLM word pieces of pseudo-English (words drawn from the model'
 vocabulary, seeded), the size of a default structure-guided chunk with its breadcrumb.
 Each configuration is warmed up once and timed ``--repeats`` times; the best run counts.
 
-    python3 benchmarks/bench_embeddings.py [--n 256] [--tokens 200] [--repeats 2]
+    python -m benchmarks.bench_embeddings [--n 256] [--tokens 200] [--repeats 2] [--out DIR]
 
 Writes benchmarks/results/embeddings.json and embeddings.md.
 """
@@ -12,24 +12,19 @@ Writes benchmarks/results/embeddings.json and embeddings.md.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-from proxy_pointer.embeddings import (  # noqa: E402
+from proxy_pointer.embeddings import (
     CachedEmbedder,
     HashEmbedder,
     SentenceTransformerEmbedder,
 )
-from proxy_pointer.tokens import count_tokens_batch, truncate_to_tokens  # noqa: E402
+from proxy_pointer.tokens import count_tokens_batch, truncate_to_tokens
+
+from .common import RESULTS, environment, write_report
 
 
 def make_texts(n: int, tokens: int, seed: int = 7) -> list[str]:
@@ -68,7 +63,7 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=256)
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     texts = make_texts(args.n, args.tokens)
@@ -104,24 +99,24 @@ def main() -> int:
 
     import torch
 
+    env = environment()
     result = {
         "texts": args.n,
         "tokens_per_text": {"min": min(lengths), "max": max(lengths)},
         "repeats": args.repeats,
         "machine": {
-            "cpus": os.cpu_count(),
+            "cpus": env["cpus"],
             "torch_threads": torch.get_num_threads(),
-            "python": platform.python_version(),
+            "python": env["python"],
             "torch": torch.__version__,
-            "load_average": list(os.getloadavg()),
+            "load_average": env["load_average"],
         },
         "rows": rows,
+        "environment": env,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "embeddings.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
         f"# Embedding throughput ({args.n} texts of {min(lengths)}-{max(lengths)} word pieces, "
-        f"{os.cpu_count()} CPUs, best of {args.repeats})",
+        f"{env['cpus']} CPUs, best of {args.repeats})",
         "",
         "| embedder | batch | texts/s | seconds |",
         "| --- | ---: | ---: | ---: |",
@@ -129,7 +124,7 @@ def main() -> int:
     for r in rows:
         batch = r["batch_size"] if r["batch_size"] is not None else "-"
         lines.append(f"| {r['embedder']} | {batch} | {r['rate']:.1f} | {r['s']:.2f} |")
-    (args.out / "embeddings.md").write_text("\n".join(lines) + "\n")
+    write_report(args.out, "embeddings", result, lines)
     print("\n".join(lines))
     return 0
 

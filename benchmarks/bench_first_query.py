@@ -7,7 +7,7 @@ rebuilt from every chunk's text on the first hybrid query). Trials alternate so 
 same machine load. A second, in-process measurement splits the first query into opening the
 index, getting the lexical index, and the query itself.
 
-    python3 benchmarks/bench_first_query.py --index IDX [--trials 5] [--name first-query]
+    python -m benchmarks.bench_first_query --index IDX [--trials 5] [--name first-query]
 
 Writes ``benchmarks/results/<name>.{json,md}``.
 """
@@ -15,22 +15,19 @@ Writes ``benchmarks/results/<name>.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from proxy_pointer import Index  # noqa: E402
-from proxy_pointer.stores import current_generation  # noqa: E402
+from proxy_pointer import Index
+from proxy_pointer.stores import current_generation
+
+from .common import RESULTS, ROOT, environment, run_child, write_report
 
 QUESTION = "Which baselines do they compare against?"
 
@@ -52,16 +49,12 @@ print(json.dumps({"open_s": t1 - t0, "model_s": t2 - t1, "lexical_s": t3 - t2,
 
 
 def _cli_seconds(index: Path) -> float:
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "proxy_pointer.cli", "query", "--index", str(index),
-                    QUESTION], cwd=ROOT, check=True, capture_output=True)
-    return time.perf_counter() - t
+    return run_child([sys.executable, "-m", "proxy_pointer.cli", "query", "--index", str(index),
+                      QUESTION], cwd=ROOT).seconds
 
 
 def _stages(index: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", _IN_PROCESS, str(index), QUESTION], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return run_child([sys.executable, "-c", _IN_PROCESS, str(index), QUESTION], cwd=ROOT).json()
 
 
 def main() -> int:
@@ -69,7 +62,7 @@ def main() -> int:
     ap.add_argument("--index", required=True)
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--name", default="first-query")
-    ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--out-dir", default=str(RESULTS))
     args = ap.parse_args()
     saved = Path(args.index)
     n_chunks = len(Index.load(saved).chunks)
@@ -99,10 +92,8 @@ def main() -> int:
         "in_process_median_s": {k: {key: med(k, key) for key in
                                     ("open_s", "model_s", "lexical_s", "query_s")}
                                 for k in ("saved", "rebuilt")},
+        "environment": environment(),
     }
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
     s, r = result["in_process_median_s"]["saved"], result["in_process_median_s"]["rebuilt"]
     lines = [
         f"# First query in a fresh process ({n_chunks:,} chunks, median of {args.trials})",
@@ -117,7 +108,7 @@ def main() -> int:
                        ("lexical_s", "get the BM25 index"), ("query_s", "first query")):
         ratio = r[key] / s[key] if s[key] else float("nan")
         lines.append(f"| {label} | {s[key]:.3f} s | {r[key]:.3f} s | {ratio:.1f}x |")
-    (out / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+    write_report(args.out_dir, args.name, result, lines)
     print("\n".join(lines))
     return 0
 

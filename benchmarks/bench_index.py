@@ -2,7 +2,7 @@
 
 Usage::
 
-    python3 benchmarks/bench_index.py [--base-docs 30] [--scales 1 10 100] [--sample 300]
+    python -m benchmarks.bench_index [--base-docs 30] [--scales 1 10 100] [--sample 300]
 
 1. **Throughput.** Indexes all of ``../shared/data/qasper-dev`` (281 papers) and the four
    10-Ks of ``../shared/data/finance-10k`` with the bundled MiniLM behind the embedding cache
@@ -14,7 +14,7 @@ Usage::
    work). When the cache served most texts, that share says little, so the model is also
    timed on ``--sample`` chunks (without the cache) and the embedding cost of the whole
    corpus extrapolated from it; the report says which figure is which. Peak memory is the
-   process's ``ru_maxrss`` (it includes the model).
+   process's peak RSS (:func:`benchmarks.common.peak_rss_mib`; it includes the model).
 2. **Scale.** A base index of the first ``--base-docs`` qasper papers is replicated to
    ``--scales`` times its size *through Index internals* (each copy gets fresh doc ids; its
    chunks and vectors are the base's, so no re-chunking or embedding is needed). For each
@@ -41,7 +41,6 @@ import dataclasses
 import json
 import os
 import random
-import resource
 import shutil
 import sys
 import tempfile
@@ -49,20 +48,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from proxy_pointer.embeddings import CachedEmbedder, Embedder, make_embedder  # noqa: E402
-from proxy_pointer.index import Index  # noqa: E402
-from proxy_pointer.stores import current_generation  # noqa: E402
-from proxy_pointer.vectors import VectorIndex, VectorIndexConfig  # noqa: E402
+import numpy as np
 
-DATA = ROOT.parent / "shared" / "data"
-RESULTS = ROOT / "benchmarks" / "results"
-CACHE = ROOT / "benchmarks" / ".work" / "cache"
+from proxy_pointer.embeddings import CachedEmbedder, Embedder, make_embedder
+from proxy_pointer.index import Index
+from proxy_pointer.stores import current_generation
+from proxy_pointer.vectors import VectorIndex, VectorIndexConfig
+
+from .common import (
+    CACHE,
+    DATA,
+    RESULTS,
+    environment,
+    peak_rss_mib,
+    percentile,
+    pyplot,
+    write_report,
+)
+
 TARGET_SHARE = 0.10
 K_SEARCH = 200
 
@@ -83,15 +88,6 @@ def _args() -> argparse.Namespace:
     p.add_argument("--embedder", default="minilm",
                    help="embedder spec (default minilm; 'hash' for a quick smoke run)")
     return p.parse_args()
-
-
-def rss_mb() -> float:
-    """Peak resident memory of this process so far (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def pct(xs: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(xs), q)) if xs else float("nan")
 
 
 def dir_bytes(path: Path) -> dict[str, int]:
@@ -138,7 +134,7 @@ def throughput(args: argparse.Namespace, emb: CachedEmbedder, work: Path
             "non_embedding_s": wall - tm["embedding"],
             "non_embedding_share_measured": (wall - tm["embedding"]) / wall,
             "model_rate_measured": computed / tm["embedding"] if computed >= 100 else None,
-            "peak_rss_mb": rss_mb(),
+            "peak_rss_mb": peak_rss_mib(),
             "index_bytes": dir_bytes(work / name)["total"],
         }
         rows.append(row)
@@ -213,7 +209,7 @@ def _one_thread_p50(vi: Any, qvecs: np.ndarray) -> float:
             lat.append((time.perf_counter() - t) * 1000)
     finally:
         faiss.omp_set_num_threads(before)
-    return pct(lat, 50)
+    return percentile(lat, 50)
 
 
 def _ef_sweep(vi: Any, vectors: np.ndarray, qvecs: np.ndarray, exact: list[np.ndarray]
@@ -231,7 +227,7 @@ def _ef_sweep(vi: Any, vectors: np.ndarray, qvecs: np.ndarray, exact: list[np.nd
                 lat.append((time.perf_counter() - t) * 1000)
             tie, ids = recall_at_10(vectors, exact, found, qvecs)
             out.append({"ef_search": ef, "recall_at_10": tie, "recall_at_10_ids": ids,
-                        "p50_ms": pct(lat, 50)})
+                        "p50_ms": percentile(lat, 50)})
     finally:
         hnsw.efSearch = saved
     return out
@@ -272,10 +268,11 @@ def measure(idx: Index, label: str, questions: list[str], qvecs: np.ndarray, wor
                 rlat = []
                 break
             rlat.append((time.perf_counter() - t) * 1000)
-        row[kind] = {"build_s": build, "search_p50_ms": pct(lat, 50), "search_p95_ms": pct(lat, 95),
+        row[kind] = {"build_s": build, "search_p50_ms": percentile(lat, 50),
+                     "search_p95_ms": percentile(lat, 95),
                      "search_p50_ms_1thread": _one_thread_p50(vi, qvecs),
-                     "retrieve_p50_ms": pct(rlat, 50), "retrieve_p95_ms": pct(rlat, 95),
-                     "_found": found}
+                     "retrieve_p50_ms": percentile(rlat, 50),
+                     "retrieve_p95_ms": percentile(rlat, 95), "_found": found}
         if kind == "hnsw":
             import faiss
 
@@ -288,7 +285,7 @@ def measure(idx: Index, label: str, questions: list[str], qvecs: np.ndarray, wor
     row["hnsw"]["recall_at_10_ids"] = ids
     print(f"  [{label}] {row['chunks']} chunks: flat p50 {row['flat']['search_p50_ms']:.2f} ms, "
           f"hnsw p50 {row['hnsw']['search_p50_ms']:.2f} ms, recall@10 {tie:.3f} "
-          f"(ids {ids:.3f}), peak RSS {rss_mb():.0f} MB", flush=True)
+          f"(ids {ids:.3f}), peak RSS {peak_rss_mib():.0f} MB", flush=True)
     return row
 
 
@@ -426,12 +423,8 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def plot(result: dict[str, Any], path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     rows = [r for r in result.get("scale", []) if not r["label"].endswith("(distinct)")]
     if not rows:
@@ -471,8 +464,9 @@ def main() -> int:
     st.embed_documents(["warm up the model"])
     load_model = time.perf_counter() - t
     emb = CachedEmbedder(st, args.cache_dir)
+    env = environment()
     result: dict[str, Any] = {
-        "machine": f"{os.cpu_count()} CPUs (shared with other jobs)",
+        "machine": f"{env['cpus']} CPUs (shared with other jobs)", "environment": env,
         "embedder": st.model_id, "model_load_s": load_model,
         "base_docs": args.base_docs, "queries": args.queries, "k_search": K_SEARCH,
         "jitter": args.jitter,
@@ -511,12 +505,10 @@ def main() -> int:
         emb.close()
     result["total_s"] = time.perf_counter() - t_start
     result["finished_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "index-bench.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out_dir / "index-bench.md").write_text(markdown(result))
-    plotted = plot(result, args.out_dir / "index-bench.png")
+    paths = write_report(args.out_dir, "index-bench", result, markdown(result),
+                         plot=lambda png: plot(result, png))
     print(markdown(result))
-    print(f"wrote {args.out_dir / 'index-bench.json'}, .md" + (", .png" if plotted else ""))
+    print(f"wrote {paths['json']}, .md" + (", .png" if "png" in paths else ""))
     return 0
 
 

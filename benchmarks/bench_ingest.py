@@ -10,11 +10,11 @@ mode's distillation) is done before timing, as it is once per machine.
 Memory: the ``--copies`` folders hold the dataset 1x and 4x (copies under sub-folders, same
 texts, so embedding work is the same and only the number of files grows).
 
-Quality: ``run_benchmark.py`` (proxy-pointer method, full retriever) on each mode's own
+Quality: ``benchmarks.run_benchmark`` (proxy-pointer method, full retriever) on each mode's own
 vectors (the throughput run's cache), per-doc on the dataset and per-doc + corpus on each
 ``--quality-dataset``.
 
-    python benchmarks/bench_ingest.py --dataset ../shared/data/qasper-dev \
+    python -m benchmarks.bench_ingest --dataset ../shared/data/qasper-dev \
         --quality-dataset ../shared/data/finance-10k
 """
 
@@ -23,17 +23,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import resource
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
+from .common import (
+    CACHE,
+    RESULTS,
+    ROOT,
+    bench_command,
+    environment,
+    peak_rss_mib,
+    run_child,
+    write_report,
+)
+
 MODES = {
     "today": "minilm-torch",
     "default": "minilm",
@@ -56,15 +61,6 @@ def prepare(mode: str) -> None:
     emb.embed_documents(["warm up"])
 
 
-def peak_rss_kib() -> int:
-    """This process's peak RSS. VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec, so a
-    child would report its (model-holding) parent's peak."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
 def child(args: argparse.Namespace) -> None:
     """One timed indexing run; prints a JSON line."""
     from proxy_pointer.documents import discover
@@ -76,23 +72,21 @@ def child(args: argparse.Namespace) -> None:
     nbytes = sum(s.path.stat().st_size for s in discover([args.docs]))
     idx, report = update_directory(args.index, [args.docs], embedder=embedder)
     seconds = time.perf_counter() - t0
-    rss_kib = peak_rss_kib()
     print(json.dumps({
         "mode": args.child, "seconds": seconds, "bytes": nbytes, "documents": len(idx),
         "chunks": report.chunks, "embedded": report.embedded,
-        "timings": report.timings, "peak_rss_mib": rss_kib / 1024,
+        "timings": report.timings, "peak_rss_mib": peak_rss_mib(),
         "mb_per_s": nbytes / 1e6 / seconds, "chunks_per_s": report.chunks / seconds,
     }))
 
 
-def run_child(mode: str, docs: Path, work: Path) -> dict:
+def index_in_child(mode: str, docs: Path, work: Path) -> dict:
+    """One timed indexing run of ``mode`` on ``docs`` in a fresh child process; its row."""
     cache, index = work / f"cache-{mode}-{docs.name}", work / f"index-{mode}-{docs.name}"
     shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(index, ignore_errors=True)
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", mode, "--docs", str(docs), "--cache", str(cache),
-         "--index", str(index)], check=True, capture_output=True, text=True)
-    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row = run_child(bench_command("bench_ingest", "--child", mode, "--docs", docs,
+                                  "--cache", cache, "--index", index)).json()
     row["cache"] = str(cache)
     shutil.rmtree(index, ignore_errors=True)
     return row
@@ -118,11 +112,10 @@ def copies(docs: Path, n: int, work: Path) -> Path:
 def quality(dataset: Path, mode: str, cache: str, scopes: list[str], work: Path) -> dict:
     name = f"{dataset.name}-{mode}"
     spec = MODES[mode]
-    subprocess.run(
-        [sys.executable, str(BENCH / "run_benchmark.py"), "--dataset", str(dataset),
-         "--methods", "proxy-pointer", "--embedder", spec, "--cache-dir", cache,
-         "--scope", *scopes, "--no-memory", "--name", name, "--out-dir", str(work)],
-        check=True, capture_output=True, text=True)
+    run_child(bench_command(
+        "run_benchmark", "--dataset", dataset, "--methods", "proxy-pointer", "--embedder", spec,
+        "--cache-dir", cache, "--scope", *scopes, "--no-memory", "--name", name,
+        "--out-dir", work))
     data = json.loads((work / f"{name}.json").read_text())
     scopes_out = data["methods"]["proxy-pointer"]["scopes"]
     return {scope: {b: round(100 * v["any_hit"], 1)
@@ -130,8 +123,6 @@ def quality(dataset: Path, mode: str, cache: str, scopes: list[str], work: Path)
 
 
 def write(results: dict, out_dir: Path, name: str) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
     base = next((r for r in results["throughput"] if r["mode"] == "today"), None)
     lines = [f"# Indexing throughput and quality per embedder mode ({results['date']})", "",
              f"Dataset `{results['dataset']}` ({results['mb']:.2f} MB of Markdown, "
@@ -167,24 +158,24 @@ def write(results: dict, out_dir: Path, name: str) -> None:
                 lines.append(f"| {q['dataset']} | {scope} | {q['mode']} | "
                              + " | ".join(f"{budgets.get(b, float('nan'))}"
                                           for b in ("500", "1000", "2000")) + " |")
-    (out_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
+    write_report(out_dir, name, results, lines)
     print("\n".join(lines))
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--dataset", default=str(REPO / "data" / "sample"))
+    p.add_argument("--dataset", default=str(ROOT / "data" / "sample"))
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     p.add_argument("--memory-modes", nargs="*", default=["default", "fast"],
                    choices=list(MODES), help="modes indexed at each of --copies")
     p.add_argument("--copies", nargs="+", type=int, default=[1, 4])
     p.add_argument("--quality-dataset", nargs="*", default=[],
                    help="more datasets scored per-doc and corpus (their own cache)")
-    p.add_argument("--quality-cache", default=str(BENCH / ".work" / "cache"),
+    p.add_argument("--quality-cache", default=str(CACHE),
                    help="embedding cache for --quality-dataset runs")
     p.add_argument("--no-quality", action="store_true")
     p.add_argument("--work", default=None, help="scratch folder (default: a temp dir)")
-    p.add_argument("--out-dir", default=str(BENCH / "results"))
+    p.add_argument("--out-dir", default=str(RESULTS))
     p.add_argument("--name", default="ingest")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--docs", default=None, help=argparse.SUPPRESS)
@@ -195,28 +186,30 @@ def main(argv: list[str] | None = None) -> None:
         child(args)
         return
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    dataset = Path(args.dataset)
+    # Absolute: the children run in the repository root.
+    dataset = Path(args.dataset).resolve()
     docs = dataset / "docs"
-    work = Path(args.work or tempfile.mkdtemp(prefix="bench-ingest-"))
+    work = Path(args.work or tempfile.mkdtemp(prefix="bench-ingest-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     for mode in sorted(set(args.modes) | set(args.memory_modes)):
         prepare(mode)
     files = [f for f in docs.iterdir() if f.is_file()]
+    env = environment()
     results: dict = {
-        "dataset": dataset.name, "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
-        "python": platform.python_version(), "documents": len(files),
+        "dataset": dataset.name, "date": time.strftime("%Y-%m-%d"), "cpus": env["cpus"],
+        "python": env["python"], "documents": len(files),
         "mb": sum(f.stat().st_size for f in files) / 1e6, "throughput": [], "memory": {},
-        "copies": args.copies, "quality": [],
+        "copies": args.copies, "quality": [], "environment": env,
     }
     for mode in args.modes:
-        row = run_child(mode, docs, work)
+        row = index_in_child(mode, docs, work)
         print(f"{mode}: {row['seconds']:.1f}s {row['mb_per_s']:.3f} MB/s "
               f"{row['chunks_per_s']:.1f} chunks/s rss {row['peak_rss_mib']:.0f} MiB", flush=True)
         results["throughput"].append(row)
     for mode in args.memory_modes:
         rows = []
         for n in args.copies:
-            rows.append(run_child(mode, copies(docs, n, work), work))
+            rows.append(index_in_child(mode, copies(docs, n, work), work))
             print(f"{mode} x{n}: rss {rows[-1]['peak_rss_mib']:.0f} MiB", flush=True)
         results["memory"][mode] = rows
     if not args.no_quality:
@@ -231,7 +224,8 @@ def main(argv: list[str] | None = None) -> None:
                     continue  # same model_id as default: the shared cache would not tell them apart
                 results["quality"].append({
                     "dataset": Path(extra).name, "mode": mode,
-                    "any_hit": quality(Path(extra), mode, args.quality_cache,
+                    "any_hit": quality(Path(extra).resolve(), mode,
+                                       str(Path(args.quality_cache).resolve()),
                                        ["per-doc", "corpus"], work)})
                 print(results["quality"][-1], flush=True)
     write(results, Path(args.out_dir), args.name)

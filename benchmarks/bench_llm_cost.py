@@ -1,14 +1,14 @@
 """What the opt-in LLM steps cost: section summaries per document, the rerank per query.
 
 Both run through the real OpenAI-compatible client against the local recording
-endpoint (``harness.llm_stub``), which counts every request and answers with a
+endpoint (:mod:`benchmarks.harness.llm_stub`), which counts every request and answers with a
 placeholder. A placeholder names no section, so the rerank order stays as it was, and a
 placeholder summary says nothing: this run measures cost only and reports no quality. The
 summaries are written into a fresh, temporary cache (the hash embedder embeds them: only
 the LLM side is measured). Prompt tokens are MiniLM word pieces of the
 system and user messages (``proxy_pointer.tokens``), like every other count here.
 
-    python3 benchmarks/bench_llm_cost.py [--dataset ../shared/data/qasper-dev] [--questions 200]
+    python -m benchmarks.bench_llm_cost [--dataset ../shared/data/qasper-dev] [--questions 200]
 
 Writes ``benchmarks/results/llm-cost.{json,md}``.
 """
@@ -26,25 +26,26 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from benchmarks.harness.llm_stub import RecordingLLMServer  # noqa: E402
-from proxy_pointer import Index  # noqa: E402
-from proxy_pointer.chunking import ChunkConfig  # noqa: E402
-from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder, make_embedder  # noqa: E402
-from proxy_pointer.llm.openai_compatible import OpenAICompatibleLLM  # noqa: E402
-from proxy_pointer.tokens import count_tokens  # noqa: E402
+from proxy_pointer import Index
+from proxy_pointer.chunking import ChunkConfig
+from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder, make_embedder
+from proxy_pointer.llm.openai_compatible import OpenAICompatibleLLM
+from proxy_pointer.tokens import count_tokens
+
+from .common import CACHE, DATA, RESULTS, environment, write_report
+from .harness.llm_stub import RecordingLLMServer
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "data" / "qasper-dev"))
-    ap.add_argument("--cache-dir", default=str(ROOT / "benchmarks" / ".work" / "cache"),
+    ap.add_argument("--dataset", default=str(DATA / "qasper-dev"))
+    ap.add_argument("--cache-dir", default=str(CACHE),
                     help="embedding cache folder")
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--top", type=int, nargs="+", default=[20, 50])
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "llm-cost"))
+    ap.add_argument("--out", default=str(RESULTS / "llm-cost"),
+                    help="output path without suffix: writes OUT.json and OUT.md")
     args = ap.parse_args()
     ds = Path(args.dataset)
     if not (ds / "docs").is_dir():
@@ -99,10 +100,8 @@ def main() -> int:
                      "seconds_with_local_llm": seconds}
     report = {"dataset": ds.name, "documents": len(idx.documents), "chunks": len(idx.chunks),
               "quality": "not measured: the recording endpoint answers with placeholders",
-              "rerank": results, "summaries": summaries}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+              "rerank": results, "summaries": summaries, "environment": environment()}
+    out = Path(args.out).with_suffix("")
     lines = [f"# Opt-in LLM steps: cost on {ds.name} (placeholder replies: cost only, no "
              "quality)", "", f"Rerank, {len(rows)} questions:", "",
              "| setting | LLM calls/query | prompt tokens/call | prompt tokens/query |",
@@ -115,7 +114,7 @@ def main() -> int:
               f"{summaries['prompt_tokens_per_call']:.0f} prompt tokens per call, "
               f"{summaries['prompt_tokens_per_document']:.0f} per document; "
               f"a rebuild with the cache made {rebuilt_calls} calls."]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_report(out.parent, out.name, report, lines)
     print("\n".join(lines))
     return 0
 

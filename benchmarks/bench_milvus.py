@@ -8,39 +8,33 @@ first pass (cold: documents, trees and rows read for the first time) and a secon
 The query embedding is the same model call for both, so "after embed" is where the
 stores differ. Also the seconds to save the index into each store.
 
-    python3 benchmarks/bench_milvus.py [--dataset ../shared/data/qasper-dev] [--questions 892]
+    python -m benchmarks.bench_milvus [--dataset ../shared/data/qasper-dev] [--questions 892]
 
 Writes ``benchmarks/results/milvus-latency.{json,md}``.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench_query import (  # noqa: E402
-    _DocsCachedQueriesLive,
-    corpus_args,
-    corpus_questions,
-    measure,
-)
+from proxy_pointer import Index
+from proxy_pointer.embeddings import CachedEmbedder, SentenceTransformerEmbedder
 
-from proxy_pointer import Index  # noqa: E402
-from proxy_pointer.embeddings import CachedEmbedder, SentenceTransformerEmbedder  # noqa: E402
+from .bench_query import DocsCachedQueriesLive, corpus_args, corpus_questions, measure
+from .common import environment, write_report
 
 
 def main() -> int:
     args = corpus_args(__doc__, questions=892, out="milvus-latency")
     ds = args.dataset
     live = SentenceTransformerEmbedder()
-    emb = _DocsCachedQueriesLive(CachedEmbedder(live, args.cache_dir), live)
+    emb = DocsCachedQueriesLive(CachedEmbedder(live, args.cache_dir), live)
     built = Index.build([ds / "docs"], embedder=emb)
     questions = corpus_questions(ds, args.questions)
     live.embed_query("warm up the model")
@@ -61,10 +55,9 @@ def main() -> int:
              / rows[f"local, {label}"]["total_ms"]["p50"] for label in ("cold", "warm")}
     report = {"dataset": ds.name, "documents": len(built.documents), "chunks": len(built.chunks),
               "questions": len(questions), "budget": 2000, "k": 10, "save_seconds": save_s,
-              "milvus_over_local_total_p50": ratio, "results": rows}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+              "milvus_over_local_total_p50": ratio, "results": rows,
+              "environment": environment("pymilvus", "milvus-lite")}
+    out = Path(args.out).with_suffix("")
     lines = [
         f"# Local store vs Milvus Lite: {ds.name}, {len(built.documents)} documents, "
         f"{len(built.chunks)} chunks, whole-corpus search, defaults, {len(questions)} questions",
@@ -79,7 +72,7 @@ def main() -> int:
     lines += ["", f"Milvus Lite / local, total p50: {ratio['cold']:.1f}x cold, "
               f"{ratio['warm']:.1f}x warm. Save: local {save_s['local']:.1f} s, Milvus Lite "
               f"{save_s['milvus-lite']:.1f} s."]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_report(out.parent, out.name, report, lines)
     print("\n".join(lines))
     return 0
 

@@ -3,7 +3,7 @@
 
 Each constant is moved alone, the rest kept at the defaults, on the datasets where it acts:
 the original dev sets and their ``long-lines`` variant (whole sections on one line), both
-written by ``bench_shapes.py`` under ``benchmarks/.work/shapes``. Constants:
+written by :mod:`benchmarks.bench_shapes` under ``benchmarks/.work/shapes``. Constants:
 
 * ``_PIECE`` (packing.py, 128): most tokens of one piece of a long line;
 * ``_MIN_WINDOW`` (packing.py, 48): a section holding only pieces of a long line adding up
@@ -15,10 +15,10 @@ written by ``bench_shapes.py`` under ``benchmarks/.work/shapes``. Constants:
 * ``min_section_chars`` (chunking, 0): sections with less own text get no chunk (the value
   before this change was 100); on the ``short-sections`` variant as well.
 
-Same harness, packing rule and metrics as ``run_benchmark.py``; any-hit at 500/1000/2000.
+Same harness, packing rule and metrics as ``run_benchmark``; any-hit at 500/1000/2000.
 
-    python3 benchmarks/bench_shapes.py --label after   # writes the variants first
-    python3 benchmarks/bench_packing_sensitivity.py
+    python -m benchmarks.bench_shapes --label after   # writes the variants first
+    python -m benchmarks.bench_packing_sensitivity
 
 Writes ``benchmarks/results/packing-sensitivity.{json,md}``.
 """
@@ -34,16 +34,14 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "benchmarks"))
 
-from benchmarks.harness.dataset import load_dataset  # noqa: E402
-from benchmarks.harness.methods import METHODS  # noqa: E402
-from benchmarks.harness.methods import proxy as proxy_methods  # noqa: E402
-from benchmarks.harness.methods.proxy import ProxyPointerMethod  # noqa: E402
-from benchmarks.harness.runner import run_benchmark  # noqa: E402
-from benchmarks.run_benchmark import make_embedder  # noqa: E402
+from .common import CACHE, RESULTS, WORK, environment, write_report
+from .harness.dataset import load_dataset
+from .harness.methods import METHODS
+from .harness.methods import proxy as proxy_methods
+from .harness.methods.proxy import ProxyPointerMethod
+from .harness.runner import run_benchmark
+from .run_benchmark import make_embedder
 
 BUDGETS = [500, 1000, 2000]
 # name -> (module constants of proxy_pointer.packing, retrieval options, chunking)
@@ -99,32 +97,33 @@ class _Setting(ProxyPointerMethod):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", default=str(ROOT / "benchmarks" / ".work" / "shapes"))
+    ap.add_argument("--work", default=str(WORK / "shapes"))
     ap.add_argument("--datasets", nargs="+", default=["finance-10k", "qasper-dev"])
     ap.add_argument("--variants", nargs="+", default=["original", "long-lines",
                                                        "short-sections"])
-    ap.add_argument("--cache-dir", default=str(ROOT / "benchmarks" / ".work" / "cache"))
+    ap.add_argument("--cache-dir", default=str(CACHE))
     ap.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
                     help="which rows to measure (defaults is always measured)")
     ap.add_argument("--scope", default=None, help="per-doc or corpus (default: per-doc for "
                     "qasper-dev, corpus for the 10-Ks)")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
-                                         "packing-sensitivity"))
+    ap.add_argument("--out", default=str(RESULTS / "packing-sensitivity"),
+                    help="output path without suffix: writes OUT.json and OUT.md")
     args = ap.parse_args()
     embedder = make_embedder("minilm", args.cache_dir)
     for name, (constants, options, min_chars) in SETTINGS.items():
         METHODS[f"pp[{name}]"] = (lambda k, n=name, c=constants, o=options, m=min_chars:
                                   _Setting(f"pp[{n}]", c, o, m))
-    target = Path(args.out)
+    target = Path(args.out).with_suffix("")
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "budgets": BUDGETS, "runs": {}}
-    if target.with_suffix(".json").is_file():  # runs of other datasets are kept
-        out["runs"] = json.loads(target.with_suffix(".json").read_text())["runs"]
+    previous = target.parent / f"{target.name}.json"
+    if previous.is_file():  # runs of other datasets are kept
+        out["runs"] = json.loads(previous.read_text())["runs"]
     for ds in args.datasets:
         scope = args.scope or ("per-doc" if ds == "qasper-dev" else "corpus")
         for variant in args.variants:
             path = Path(args.work) / f"{ds}-{variant}"
             if not (path / "questions.jsonl").is_file():
-                print(f"{path}: missing; run bench_shapes.py first", file=sys.stderr)
+                print(f"{path}: missing; run benchmarks.bench_shapes first", file=sys.stderr)
                 continue
             # min_section_chars only changes anything where sections are short.
             names = [n for n in SETTINGS if (n == "defaults" or n in args.settings)
@@ -135,7 +134,7 @@ def main() -> int:
             out["runs"][f"{ds}/{variant}/{scope}"] = {
                 n: [100 * res["methods"][f"pp[{n}]"]["scopes"][scope]["budgets"][str(b)]
                     ["any_hit"] for b in BUDGETS] for n in names}
-    target.with_suffix(".json").write_text(json.dumps(out, indent=2) + "\n")
+    out["environment"] = environment()
     lines = ["# Sensitivity of the packing and chunking constants (any-hit % at 500 / 1000 / "
              "2000 tokens)", "", "Each row moves one constant; `defaults` is the library as "
              "shipped. Written by `benchmarks/bench_packing_sensitivity.py`.", ""]
@@ -148,7 +147,7 @@ def main() -> int:
                      for v, b in zip(vals, base, strict=True)]
             lines.append(f"| {n} | " + " | ".join(cells) + " |")
         lines.append("")
-    target.with_suffix(".md").write_text("\n".join(lines))
+    write_report(target.parent, target.name, out, lines)
     print("\n".join(lines))
     return 0
 

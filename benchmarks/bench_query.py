@@ -8,7 +8,7 @@ stored copies and packed into the budget). The target: everything after the embe
 first mode meets every document cold (its tree, per-line terms and pages are read for the
 first time); the last row repeats it with those caches warm.
 
-    python3 benchmarks/bench_query.py [--dataset ../shared/data/qasper-dev] [--questions 300]
+    python -m benchmarks.bench_query [--dataset ../shared/data/qasper-dev] [--questions 300]
 
 Writes ``benchmarks/results/query-latency.{json,md}``. Query vectors are *not* served from
 the embedding cache here (the embed stage is the real model), chunk vectors are.
@@ -27,21 +27,28 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
+from proxy_pointer import Index
+from proxy_pointer.embeddings import CachedEmbedder, SentenceTransformerEmbedder
 
-from proxy_pointer import Index  # noqa: E402
-from proxy_pointer.embeddings import CachedEmbedder, SentenceTransformerEmbedder  # noqa: E402
+from .common import CACHE, DATA, RESULTS, environment, percentiles, write_report
 
 
-class _DocsCachedQueriesLive:
-    """Chunk vectors from the cache (they were computed before), query vectors live."""
+class DocsCachedQueriesLive:
+    """Chunk vectors from the cache (they were computed before), query vectors live (also
+    used by :mod:`benchmarks.bench_milvus`)."""
 
     def __init__(self, cached: CachedEmbedder, live: SentenceTransformerEmbedder) -> None:
         self._cached, self._live = cached, live
         self.model_id, self.dimension = live.model_id, live.dimension
+
+    @property
+    def max_tokens(self) -> int:
+        return self._live.max_tokens
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._live.tokenizer
 
     def embed_documents(self, texts):
         return self._cached.embed_documents(texts)
@@ -50,19 +57,20 @@ class _DocsCachedQueriesLive:
         return self._live.embed_query(text)
 
 
-def _pct(values: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values) * 1000.0, q))
+def _ms(values: list[float]) -> dict[str, float]:
+    """p50 and p95 of ``values`` (seconds) in milliseconds."""
+    return percentiles(values, (50, 95), scale=1000.0)
 
 
 def corpus_args(doc: str, *, questions: int, out: str) -> argparse.Namespace:
     """The options of a whole-corpus latency benchmark (dataset, embedding cache, question
     count, output stem); exits with status 2 when the dataset folder is not there."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "data" / "qasper-dev"))
-    ap.add_argument("--cache-dir", default=str(ROOT / "benchmarks" / ".work" / "cache"),
-                    help="embedding cache folder")
+    ap.add_argument("--dataset", default=str(DATA / "qasper-dev"))
+    ap.add_argument("--cache-dir", default=str(CACHE), help="embedding cache folder")
     ap.add_argument("--questions", type=int, default=questions)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / out))
+    ap.add_argument("--out", default=str(RESULTS / out),
+                    help="output path without suffix: writes OUT.json and OUT.md")
     args = ap.parse_args()
     args.dataset = Path(args.dataset)
     if not (args.dataset / "docs").is_dir():
@@ -92,9 +100,9 @@ def measure(idx: Index, questions: list[str], **options: object) -> dict[str, An
                                           stages["slice"], strict=True)]
     return {
         "queries": len(questions),
-        "total_ms": {"p50": _pct(total, 50), "p95": _pct(total, 95)},
-        **{f"{k}_ms": {"p50": _pct(v, 50), "p95": _pct(v, 95)} for k, v in stages.items()},
-        "after_embed_ms": {"p50": _pct(after, 50), "p95": _pct(after, 95)},
+        "total_ms": _ms(total),
+        **{f"{k}_ms": _ms(v) for k, v in stages.items()},
+        "after_embed_ms": _ms(after),
         "after_embed_over_embed_p50": statistics.median(after) / statistics.median(
             stages["embed"]),
     }
@@ -104,7 +112,7 @@ def main() -> int:
     args = corpus_args(__doc__, questions=300, out="query-latency")
     ds = args.dataset
     live = SentenceTransformerEmbedder()
-    emb = _DocsCachedQueriesLive(CachedEmbedder(live, args.cache_dir), live)
+    emb = DocsCachedQueriesLive(CachedEmbedder(live, args.cache_dir), live)
     t0 = time.perf_counter()
     idx = Index.build([ds / "docs"], embedder=emb)
     build_s = time.perf_counter() - t0
@@ -123,11 +131,9 @@ def main() -> int:
     report = {
         "dataset": str(ds.name), "documents": len(idx.documents), "chunks": len(idx.chunks),
         "index_build_seconds_cached_vectors": build_s, "budget": 2000, "k": 10,
-        "results": rows,
+        "results": rows, "environment": environment(),
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    out = Path(args.out).with_suffix("")
     lines = [
         f"# Query latency: {ds.name}, {len(idx.documents)} documents, {len(idx.chunks)} chunks,"
         f" whole-corpus search, budget 2000, k 10, {len(questions)} questions",
@@ -145,7 +151,7 @@ def main() -> int:
             f"{cell('dedupe_ms')} | {cell('slice_ms')} | {cell('after_embed_ms')} | "
             f"{r['after_embed_over_embed_p50']:.2f}x |"
         )
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_report(out.parent, out.name, report, lines)
     print("\n".join(lines))
     return 0
 

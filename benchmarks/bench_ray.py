@@ -10,7 +10,7 @@ embedding, summed over actors) and what the driver does alone (reading, SHA-256,
 batches over, staging, the commit and the store write: the wall time it did not spend
 waiting for actors), which gives the Amdahl bound for more workers.
 
-    python benchmarks/bench_ray.py --dataset ../shared/data/qasper-dev --limit 60
+    python -m benchmarks.bench_ray --dataset ../shared/data/qasper-dev --limit 60
 """
 
 from __future__ import annotations
@@ -18,16 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
-sys.path.insert(0, str(REPO))
+from .common import DATA, RESULTS, ROOT, environment, write_report
 
 
 def subset(dataset: Path, limit: int, work: Path) -> Path:
@@ -43,10 +39,11 @@ def subset(dataset: Path, limit: int, work: Path) -> Path:
 def one_run(docs: Path, target: Path, executor: str, workers: int | None) -> dict:
     from proxy_pointer.embeddings import make_embedder
     from proxy_pointer.index import update_directory
+    from proxy_pointer.ingest import make_executor
 
     t0 = time.perf_counter()
     idx, report = update_directory(target, [docs], embedder=make_embedder("minilm"),
-                                   executor=executor, workers=workers)
+                                   executor=make_executor(executor, workers=workers))
     seconds = time.perf_counter() - t0
     nbytes = sum(f.stat().st_size for f in docs.iterdir())
     timings = {k: round(v, 3) for k, v in report.timings.items()}
@@ -79,8 +76,6 @@ def amdahl(serial_share: float, n: int) -> float:
 
 
 def write(results: dict, out_dir: Path, name: str) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
     local, ray = results["runs"]
     s = ray["serial_share"]
     lines = [
@@ -140,18 +135,18 @@ def write(results: dict, out_dir: Path, name: str) -> None:
         "the limit (reading, SHA-256 and staging at tens of MB/s, the store write); "
         "sharding the update by folder across drivers would be the next step.",
     ]
-    (out_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
+    write_report(out_dir, name, results, lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rewrite", action="store_true",
                    help="only rewrite the Markdown from the saved JSON")
-    p.add_argument("--dataset", default=str(REPO.parent / "shared" / "data" / "qasper-dev"))
+    p.add_argument("--dataset", default=str(DATA / "qasper-dev"))
     p.add_argument("--limit", type=int, default=60, help="papers to index (first by name)")
     p.add_argument("--ray-workers", type=int, default=2)
     p.add_argument("--work", default=None, help="scratch folder (default: a temp dir)")
-    p.add_argument("--out-dir", default=str(BENCH / "results"))
+    p.add_argument("--out-dir", default=str(RESULTS))
     p.add_argument("--name", default="ray-ingest")
     args = p.parse_args(argv)
     if args.rewrite:
@@ -172,16 +167,17 @@ def main(argv: list[str] | None = None) -> None:
     t = time.perf_counter()
     ray.init(num_cpus=len(os.sched_getaffinity(0)), include_dashboard=False,
              log_to_driver=False, logging_level="ERROR",
-             runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
     ray_start = time.perf_counter() - t
     runs.append(one_run(docs, work / "ray", "ray", args.ray_workers))
     print(json.dumps(runs[-1]), flush=True)
     ray.shutdown()
+    env = environment("ray")
     results = {
         "date": time.strftime("%Y-%m-%d"), "dataset": dataset.name,
         "documents": runs[0]["documents"],
         "mb": sum(f.stat().st_size for f in docs.iterdir()) / 1e6,
-        "cpus": len(os.sched_getaffinity(0)), "machine": platform.processor() or platform.machine(),
+        "cpus": env["cpus"], "machine": env["processor"], "environment": env,
         "ray_version": ray.__version__, "ray_start_seconds": round(ray_start, 2),
         "runs": runs, "check": same_contents(work / "local", work / "ray"),
         "ratio_ray_over_local": round(runs[0]["seconds"] / runs[1]["seconds"], 3),

@@ -9,9 +9,9 @@
 
 The derived datasets are folders of symlinks (and, for the headerless run, rewritten copies)
 under ``benchmarks/.work/robustness``. Same harness, packing rule and metrics as
-``run_benchmark.py``.
+``run_benchmark``.
 
-    python3 benchmarks/bench_robustness.py [--data ../shared/data] [--cache-dir DIR]
+    python -m benchmarks.bench_robustness [--data ../shared/data] [--cache-dir DIR]
 
 Writes ``benchmarks/results/robustness.{json,md}``.
 """
@@ -19,7 +19,6 @@ Writes ``benchmarks/results/robustness.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -27,12 +26,11 @@ import sys
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from benchmarks.harness.dataset import load_dataset  # noqa: E402
-from benchmarks.harness.runner import run_benchmark  # noqa: E402
-from benchmarks.run_benchmark import make_embedder  # noqa: E402
+from .common import CACHE, DATA, RESULTS, WORK, write_report
+from .harness.dataset import load_dataset
+from .harness.runner import run_benchmark
+from .run_benchmark import make_embedder
 
 _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 BUDGETS = [500, 1000, 2000]
@@ -80,15 +78,16 @@ def _section(results: dict, method: str, scope: str) -> dict[int, float | None]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    ap.add_argument("--cache-dir", default=str(ROOT / "benchmarks" / ".work" / "cache"))
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "robustness"))
+    ap.add_argument("--data", default=str(DATA))
+    ap.add_argument("--cache-dir", default=str(CACHE))
+    ap.add_argument("--out", default=str(RESULTS / "robustness"),
+                    help="output path without suffix: writes OUT.json and OUT.md")
     args = ap.parse_args()
     data = Path(args.data)
     if not (data / "finance-10k").is_dir() or not (data / "qasper-dev").is_dir():
         print(f"{data}: needs finance-10k/ and qasper-dev/", file=sys.stderr)
         return 2
-    work = ROOT / "benchmarks" / ".work" / "robustness"
+    work = WORK / "robustness"
     embedder = make_embedder("minilm", args.cache_dir)
 
     def run(path: Path, methods: list[str], scope: str) -> dict:
@@ -112,10 +111,9 @@ def main() -> int:
         "qasper-dev per-doc, headings removed: sliding windows": (
             _any(stripped, "proxy-pointer-windows", "per-doc"), None),
     }
+    # Run name -> numbers, as before; no environment stamp (it is not a run).
     report = {name: {"any_hit": a, "section_hit": s} for name, (a, s) in rows.items()}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    out = Path(args.out).with_suffix("")
     lines = ["# Robustness: distractor documents and documents without headings", "",
              "| run | any@500 | any@1000 | any@2000 | section@500 | section@1000 | "
              "section@2000 |", "|---|---|---|---|---|---|---|"]
@@ -123,7 +121,7 @@ def main() -> int:
         secs = [f"{s[b]:.1f}%" if s and s[b] is not None else "n/a" for b in BUDGETS]
         lines.append(f"| {name} | " + " | ".join(f"{a[b]:.1f}%" for b in BUDGETS)
                      + " | " + " | ".join(secs) + " |")
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_report(out.parent, out.name, report, lines)
     print("\n".join(lines))
     return 0
 

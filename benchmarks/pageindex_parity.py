@@ -2,7 +2,7 @@
 
 Usage::
 
-    python3 benchmarks/pageindex_parity.py [--record-fixtures] [DOC.md ...]
+    python -m benchmarks.pageindex_parity [--record-fixtures] [--out-dir DIR] [DOC.md ...]
 
 PageIndex is installed in its own virtualenv, ``benchmarks/.work/pageindex-venv`` (created on
 the first run with ``pip install pageindex==0.4.7``; it pins dependencies that conflict with
@@ -36,9 +36,10 @@ heading list (re-nested and renumbered as ``md_to_tree`` would): "identical with
 promotion".
 
 Exit status 1 when any difference is not explained by a known class, 0 otherwise. Writes
-``benchmarks/results/pageindex-parity.json`` and ``.md``. ``--record-fixtures`` also stores
-PageIndex's output on the fixtures in ``tests/fixtures/tree/pageindex-0.4.7.json`` for the
-tests, which do not need PageIndex installed.
+``benchmarks/results/pageindex-parity.json`` and ``.md`` (or under ``--out-dir``).
+``--record-fixtures`` also stores PageIndex's output on the fixtures in
+``tests/fixtures/tree/pageindex-0.4.7.json`` for the tests, which do not need PageIndex
+installed.
 """
 
 from __future__ import annotations
@@ -54,22 +55,19 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from proxy_pointer.documents import read_document  # noqa: E402
+from proxy_pointer.documents import read_document
 
 # classification must see the very parse the tree came from
-from proxy_pointer.headings import block_parser  # noqa: E402
-from proxy_pointer.tree import Tree, build_tree  # noqa: E402
+from proxy_pointer.headings import block_parser
+from proxy_pointer.tree import Tree, build_tree
+
+from .common import DATA, RESULTS, ROOT, WORK, environment, run_child, write_json, write_report
 
 PAGEINDEX_VERSION = "0.4.7"
-VENV = ROOT / "benchmarks" / ".work" / "pageindex-venv"
-DATA = ROOT.parent / "shared" / "data"
+VENV = WORK / "pageindex-venv"
 CORPORA = ("finance-10k", "qasper-dev")
 FIXTURES = ROOT / "tests" / "fixtures" / "tree"
 RECORDED = FIXTURES / f"pageindex-{PAGEINDEX_VERSION}.json"
-RESULTS = ROOT / "benchmarks" / "results"
 
 BOLD = "pageindex promotes a bold-only line to a level-1 heading"
 KNOWN = {
@@ -130,11 +128,11 @@ def venv_python() -> Path:
 
 
 def run_pageindex(paths: list[Path]) -> dict[str, Any]:
-    done = subprocess.run([str(venv_python()), "-c", DRIVER], input=json.dumps(
-        [str(p) for p in paths]), capture_output=True, text=True, check=False)
+    done = run_child([venv_python(), "-c", DRIVER], input=json.dumps([str(p) for p in paths]),
+                     check=False)
     if done.returncode != 0:
-        sys.exit(f"pageindex failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout)
+        sys.exit(f"pageindex failed:\n{(done.stderr or '')[-3000:]}")
+    return json.loads(done.stdout or "")
 
 
 def nest(levels: list[tuple[int, int, str]]) -> list[dict[str, Any]]:
@@ -292,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("docs", nargs="*", help="documents to compare (default: all)")
     parser.add_argument("--record-fixtures", action="store_true",
                         help=f"store pageindex's output on the fixtures in {RECORDED.name}")
+    parser.add_argument("--out-dir", type=Path, default=RESULTS,
+                        help="where pageindex-parity.{json,md} go (default: benchmarks/results)")
     opts = parser.parse_args(argv)
     paths = collect(opts.docs)
     venv_python()  # install first, so the run time below is the comparison's own
@@ -303,8 +303,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if opts.record_fixtures:
         recorded = {p.name: pageindex[str(p)]["result"] for p in fixtures()}
-        RECORDED.write_text(json.dumps(recorded, indent=1, ensure_ascii=False) + "\n",
-                            encoding="utf-8")
+        write_json(RECORDED, recorded, indent=1)
 
     classes: Counter[str] = Counter()
     class_docs: dict[str, set[str]] = defaultdict(set)
@@ -341,12 +340,10 @@ def main(argv: list[str] | None = None) -> int:
         "classes": {k: {"count": v, "documents": len(class_docs[k]), "examples": examples[k]}
                     for k, v in classes.most_common()},
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "pageindex-parity.json").write_text(
-        json.dumps({"summary": summary, "documents": reports}, indent=1, ensure_ascii=False)
-        + "\n", encoding="utf-8")
     md = render(summary)
-    (RESULTS / "pageindex-parity.md").write_text(md, encoding="utf-8")
+    write_report(opts.out_dir, "pageindex-parity",
+                 {"summary": summary, "documents": reports, "environment": environment()},
+                 md, indent=1)
     print(md)
     return 1 if unexplained else 0
 

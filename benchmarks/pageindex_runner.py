@@ -1,10 +1,13 @@
 """Run the real PageIndex (PyPI ``pageindex``) for the benchmark harness.
 
-This script runs INSIDE PageIndex's own virtualenv (``benchmarks/.work/pageindex-venv``);
-it imports nothing from proxy-pointer or the harness. The harness writes a job file and
-reads the result file::
+This script runs INSIDE PageIndex's own virtualenv (``benchmarks/.work/pageindex-venv``),
+where neither proxy-pointer nor this repository's ``benchmarks`` package is installed, so it
+stays a standalone, self-contained script: it imports nothing from proxy-pointer, the harness
+or :mod:`benchmarks.common` (its peak-memory reading repeats ``common.peak_rss_mib``'s rule),
+and the harness (:mod:`benchmarks.harness.methods.pageindex`) runs it by file path with the
+virtualenv's python. The harness writes a job file and reads the result file::
 
-    python pageindex_runner.py JOB.json RESULT.json
+    <venv>/bin/python benchmarks/pageindex_runner.py JOB.json RESULT.json
 
 JOB: ``{"model": <litellm model>, "summary_token_threshold": 200,
 "docs": [{"doc_id", "path"}], "queries": [{"id", "doc_id", "question"}]}``.
@@ -20,7 +23,8 @@ tokens with its own tokenizer. The model and its endpoint come from litellm's us
 
 RESULT: ``{"pageindex_version", "docs": {doc_id: {"seconds", "structure", "error"}},
 "queries": {id: {"node_ids", "thinking", "seconds", "error"}}, "calls": [{"phase", "key",
-"prompt", "reply", "seconds"}], "provider_usage", "maxrss_kib"}``.
+"prompt", "reply", "seconds"}], "provider_usage", "maxrss_kib"}`` (``maxrss_kib``: this
+process's peak RSS in KiB).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import resource
 import sys
 import time
 from importlib.metadata import version
+from pathlib import Path
 
 # The tree-search prompt of PageIndex's tutorial (cookbook/pageindex_RAG_simple.ipynb).
 SEARCH_PROMPT = """
@@ -128,8 +133,21 @@ def run(job: dict) -> dict:
     return {
         "pageindex_version": version("pageindex"), "model": model, "docs": docs,
         "queries": queries, "calls": calls, "provider_usage": usage,
-        "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "maxrss_kib": _peak_rss_kib(),
     }
+
+
+def _peak_rss_kib() -> float:
+    """This process's peak RSS in KiB: Linux's ``VmHWM`` (``ru_maxrss`` is carried over exec,
+    so it would report the harness process's peak), else ``ru_maxrss`` (bytes on macOS)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 if sys.platform == "darwin" else peak
 
 
 def _record(pu, calls: list[dict]) -> None:

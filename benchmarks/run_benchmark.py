@@ -3,8 +3,10 @@
 
 Usage::
 
-    python3 benchmarks/run_benchmark.py --dataset ../shared/data/qasper-dev \\
+    python -m benchmarks.run_benchmark --dataset ../shared/data/qasper-dev \\
         --scope per-doc corpus --budgets 500 1000 2000 [--methods ...] [--limit N]
+
+(from the repository root, which puts this checkout's ``proxy_pointer`` first on the path).
 
 Writes ``benchmarks/results/<dataset>-<date>.{json,md,png}`` and prints the Markdown report.
 Progress goes to stderr. Every embedding method shares one embedder (the bundled MiniLM by
@@ -19,25 +21,22 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
-sys.path.insert(0, str(BENCH))
-sys.path.insert(1, str(REPO))  # measure this checkout, whatever is pip-installed
+# Before anything imports huggingface_hub or tokenizers, which read these once.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from harness.dataset import load_dataset  # noqa: E402
-from harness.methods import DEFAULT_METHODS, METHODS, SCOPES  # noqa: E402
-from harness.report import markdown_report, write_report  # noqa: E402
-from harness.runner import run_benchmark  # noqa: E402
+from .common import CACHE, RESULTS, ROOT
+from .harness.dataset import load_dataset
+from .harness.methods import DEFAULT_METHODS, METHODS, SCOPES
+from .harness.report import markdown_report, write_report
+from .harness.runner import run_benchmark
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", default=str(REPO / "data" / "sample"),
+    p.add_argument("--dataset", default=str(ROOT / "data" / "sample"),
                    help="dataset folder in FORMAT.md layout (default: data/sample)")
     p.add_argument("--scope", nargs="+", default=list(SCOPES), choices=SCOPES,
                    help="per-doc: search only the question's document; corpus: all of them")
@@ -51,10 +50,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="proxy-pointer sections per query (default: the library default)")
     p.add_argument("--embedder", default="minilm",
                    help="minilm (default), hash[:dim] (fast, for smoke runs), st:<model>")
-    p.add_argument("--cache-dir", default=str(BENCH / ".work" / "cache"),
+    p.add_argument("--cache-dir", default=str(CACHE),
                    help="embedding cache folder")
     p.add_argument("--no-cache", action="store_true", help="embed without the on-disk cache")
-    p.add_argument("--out-dir", default=str(BENCH / "results"))
+    p.add_argument("--out-dir", default=str(RESULTS))
     p.add_argument("--name", default=None, help="output file stem (default <dataset>-<date>)")
     p.add_argument("--no-memory", action="store_true",
                    help="skip the second, traced build that measures peak memory")

@@ -3,27 +3,24 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
+from benchmarks.harness.answers import answer_f1, token_f1
+from benchmarks.harness.context import Context, Piece, pack
+from benchmarks.harness.dataset import Question, load_dataset
+from benchmarks.harness.llm_stub import PLACEHOLDER_SUMMARY, RecordingLLMServer
+from benchmarks.harness.methods import DEFAULT_METHODS
+from benchmarks.harness.methods.pageindex import PageIndexMethod
+from benchmarks.harness.metrics import aggregate, normalize, normalize_path, score_context
+from benchmarks.harness.report import markdown_report, write_report
+from benchmarks.harness.runner import run_benchmark
+from proxy_pointer.embeddings import HashEmbedder
+from proxy_pointer.tokens import count_tokens
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-from harness.answers import answer_f1, token_f1  # noqa: E402
-from harness.context import Context, Piece, pack  # noqa: E402
-from harness.dataset import Question, load_dataset  # noqa: E402
-from harness.llm_stub import PLACEHOLDER_SUMMARY, RecordingLLMServer  # noqa: E402
-from harness.methods import DEFAULT_METHODS  # noqa: E402
-from harness.methods.pageindex import PageIndexMethod  # noqa: E402
-from harness.metrics import aggregate, normalize, normalize_path, score_context  # noqa: E402
-from harness.report import markdown_report, write_report  # noqa: E402
-from harness.runner import run_benchmark  # noqa: E402
-
-from proxy_pointer.embeddings import HashEmbedder  # noqa: E402
-from proxy_pointer.tokens import count_tokens  # noqa: E402
 
 SAMPLE = REPO / "data" / "sample"
 

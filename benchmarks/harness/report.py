@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
+
+from .. import common
 
 __all__ = ["markdown_report", "plot_any_hit", "write_report"]
 
@@ -15,17 +15,10 @@ def write_report(results: dict, out_dir: str | Path, stem: str | None = None) ->
 
     ``stem`` defaults to ``<dataset>-<date>``. Returns the paths written by kind.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     stem = stem or f"{results['dataset']['name']}-{results['date']}"
-    paths = {"json": out / f"{stem}.json", "md": out / f"{stem}.md"}
-    paths["json"].write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n",
-                             encoding="utf-8")
-    paths["md"].write_text(markdown_report(results, plot_name=f"{stem}.png"), encoding="utf-8")
-    png = out / f"{stem}.png"
-    if plot_any_hit(results, png):
-        paths["png"] = png
-    return paths
+    return common.write_report(out_dir, stem, results,
+                               markdown_report(results, plot_name=f"{stem}.png"),
+                               plot=lambda png: plot_any_hit(results, png))
 
 
 def _pct(v: Any) -> str:
@@ -164,14 +157,8 @@ def _row(cells: list[str]) -> str:
 
 def plot_any_hit(results: dict, path: str | Path) -> bool:
     """Plot any-hit share against budget, one panel per scope; False without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("[bench] matplotlib is not installed: no plot (pip install matplotlib)",
-              file=sys.stderr)
+    plt = common.pyplot()
+    if plt is None:
         return False
     scopes = results["config"]["scopes"]
     budgets = results["config"]["budgets"]

@@ -6,22 +6,19 @@ per query, index size on disk, query latency p50/p95 (retrieve + pack, per quest
 budget; query vectors are computed once per question beforehand and shared, so latency
 excludes the query encoder, reported separately), and peak memory: the ``tracemalloc`` peak
 of a second, from-scratch build (Python and numpy allocations; the embedding model's torch
-tensors are not traced and a warm cache serves the vectors), plus the process's
-``ru_maxrss`` at the end.
+tensors are not traced and a warm cache serves the vectors), plus the process's peak RSS
+at the end (:func:`benchmarks.common.peak_rss_mib`).
 """
 
 from __future__ import annotations
 
-import platform
-import resource
 import sys
 import time
 import tracemalloc
 from dataclasses import asdict
 from typing import Any
 
-import numpy as np
-
+from .. import common
 from .answers import answer_question
 from .context import __doc__ as PACKING_RULE
 from .context import pack
@@ -119,12 +116,11 @@ def run_benchmark(dataset: Dataset, *, methods: list[str], scopes: list[str],
                        PACKING_RULE.split("**Packing rule.**", 1)[-1].split()),
                    "answer_budget": answer_budget if llm is not None else None,
                    "llm": getattr(llm, "model_id", None)},
-        "environment": {"python": platform.python_version(), "platform": platform.platform(),
-                        "cpus": _cpus()},
+        "environment": common.environment(),
         "query_embedding": query_embedding,
         "embedder_texts": counting.texts,
         "seconds": time.perf_counter() - started,
-        "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "maxrss_mib": common.peak_rss_mib(),
         "methods": out,
     }
 
@@ -154,10 +150,9 @@ def _run_scope(dataset: Dataset, method: Any, scope: str, budgets: list[int], qu
             _log(f"{method.name} [{scope}]: {i}/{n} questions")
     if own_latency is not None:  # an LLM method's latency is its LLM call, timed in-process
         latencies = [t for q in dataset.questions if (t := own_latency(q)) is not None]
-    lat = np.asarray(latencies) * 1000 if latencies else np.zeros(1)
     result: dict[str, Any] = {
         "status": "ok",
-        "latency_ms": {"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95)),
+        "latency_ms": {**common.percentiles(latencies, (50, 95), scale=1000, empty=0.0),
                        "calls": len(latencies)},
     }
     if own_latency is not None and not quality:
@@ -222,9 +217,3 @@ def _display_path(path: Any) -> str:
         return os.path.relpath(path)
     except ValueError:
         return str(path)
-
-
-def _cpus() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

@@ -106,6 +106,16 @@ class CountingEmbedder:
         return len(todo)
 
     @property
+    def max_tokens(self) -> int:
+        """The wrapped embedder's input window (the Embedder protocol's ``max_tokens``)."""
+        return self.inner.max_tokens
+
+    @property
+    def tokenizer(self) -> Any:
+        """The wrapped embedder's token counter (the Embedder protocol's ``tokenizer``)."""
+        return self.inner.tokenizer
+
+    @property
     def computed(self) -> int:
         """Texts the underlying cache had to compute so far (0 if it is not a cache)."""
         return int(getattr(self.inner, "misses", 0))

@@ -12,7 +12,7 @@ context, packed under the budget like every other method.
 The LLM is litellm's: ``PAGEINDEX_LLM_MODEL`` names it (e.g. ``gpt-4.1-mini``,
 ``gemini/gemini-2.5-flash``, or ``openai/<model>`` with ``OPENAI_BASE_URL`` for an
 OpenAI-compatible server), credentials come from litellm's usual variables. Without it the
-runner talks to a local recording endpoint (:mod:`harness.llm_stub`) that returns
+runner talks to a local recording endpoint (:mod:`benchmarks.harness.llm_stub`) that returns
 placeholders: the call counts and prompt sizes are real, quality is not measured, and
 reply tokens and latencies mean nothing.
 
