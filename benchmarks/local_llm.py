@@ -71,11 +71,11 @@ def recheck(answer: dict[str, Any]) -> list[str]:
     """
     ranges: dict[str, list[tuple[int, int]]] = {}
     for s in answer["sections"]:
-        ranges.setdefault(f"{s['doc_id']}#{s['node_id']}", []).append(
+        ranges.setdefault(s["ref"], []).append(
             (s["start_line"], s["end_line"]))
     problems = []
     for c in answer["citations"]:
-        spans = ranges.get(f"{c['doc_id']}#{c['node_id']}", [])
+        spans = ranges.get(c["ref"], [])
         ok = bool(spans) and (c["start_line"] is None or any(
             a <= c["start_line"] and c["end_line"] <= b for a, b in spans))
         if ok != c["valid"]:
@@ -108,7 +108,7 @@ def run_ask(server: LlamaServer, question: str, budget: int | None) -> dict[str,
         "invalid_citations": sum(not c["valid"] for c in citations),
         "warnings": answer["warnings"],
         "recheck_problems": recheck(answer),
-        "sections": [f"{s['doc_id']}#{s['node_id']}, lines {s['start_line']}-{s['end_line']}"
+        "sections": [f"{s['ref']}, lines {s['start_line']}-{s['end_line']}"
                      for s in answer["sections"]],
         "input_tokens": answer["input_tokens"],
         "output_tokens": answer["output_tokens"],
@@ -140,7 +140,7 @@ def run_pageindex(server: LlamaServer, tmp: Path) -> dict[str, Any]:
 
 def _md_ask(rec: dict[str, Any], meta: dict[str, Any]) -> str:
     s = rec["seconds"]
-    cites = "\n".join(f"| `{c['raw']}` | {c['doc_id']}#{c['node_id']} | "
+    cites = "\n".join(f"| `{c['raw']}` | {c['ref']} | "
                       f"{c['start_line']}-{c['end_line']} | "
                       f"{'valid' if c['valid'] else 'invalid'} |"
                       for c in rec["citations"]) or "| (none) | | | |"

@@ -145,8 +145,10 @@ class Citation:
 
     @property
     def ref(self) -> str:
-        """``doc_id#node_id`` (or ``doc_id#L12-30``), comparable with ``Section.ref``."""
-        return f"{self.doc_id}#{self.node_id}"
+        """``doc_id#node_id`` (or ``doc_id#L12-30``), comparable with ``Section.ref``; as
+        written when it is no well-formed ref."""
+        target = self.target
+        return str(target) if target is not None else f"{self.doc_id}#{self.node_id}"
 
     @property
     def target(self) -> Ref | None:
@@ -160,6 +162,7 @@ class Citation:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
+            "ref": self.ref,
             "doc_id": self.doc_id,
             "node_id": self.node_id,
             "start_line": self.start_line,
