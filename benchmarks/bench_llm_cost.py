@@ -82,12 +82,12 @@ def main() -> int:
             os.environ["XDG_CACHE_HOME"] = tmp
             before = len(server.calls)
             t = time.perf_counter()
-            summarized = Index.build([ds / "docs"], embedder=HashEmbedder(64), noise_llm=llm,
+            summarized = Index.build([ds / "docs"], embedder=HashEmbedder(64), index_llm=llm,
                                      chunk_config=ChunkConfig(summaries=True))
             seconds = time.perf_counter() - t
             calls = server.calls[before:]
             again = len(server.calls)
-            Index.build([ds / "docs"], embedder=HashEmbedder(64), noise_llm=llm,
+            Index.build([ds / "docs"], embedder=HashEmbedder(64), index_llm=llm,
                         chunk_config=ChunkConfig(summaries=True))
             rebuilt_calls = len(server.calls) - again
         prompt_tokens = [count_tokens(c.prompt) for c in calls]

@@ -383,7 +383,8 @@ def _require_noise_llm(config: ChunkConfig, noise: Mapping[str, NoiseDecision] |
     if config.noise.use_llm and noise is None and noise_llm is None:
         raise ConfigError(
             "NoiseConfig(use_llm=True) needs an LLM to label noise sections: pass noise_llm= "
-            "(an object with generate(prompt, *, system=None) returning a reply with .text), "
+            "to chunk_tree or index_llm= to Index (an LLM: generate(prompt, *, system=None) "
+            "returning a reply with .text), "
             "or set use_llm=False to rely on the title rules alone"
         )
 

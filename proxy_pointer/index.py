@@ -73,7 +73,7 @@ class Index:
 
     Thread-safe for concurrent readers; one writer at a time per store (see
     :meth:`proxy_pointer.stores.Store.lock`). ``embedder`` defaults to the bundled MiniLM.
-    ``noise_llm`` is the index-time LLM, needed only when ``chunk_config.noise.use_llm`` is
+    ``index_llm`` is the index-time LLM, needed only when ``chunk_config.noise.use_llm`` is
     set (it then labels each document's noise sections: one call per document, rules as
     fallback) or ``chunk_config.summaries`` (one summary per section, cached by content).
     """
@@ -82,7 +82,7 @@ class Index:
                  chunk_config: ChunkConfig | None = None,
                  vector_config: VectorIndexConfig | None = None,
                  recover_headings: bool = False, encoding: str = "utf-8",
-                 noise_llm: LLM | None = None) -> None:
+                 index_llm: LLM | None = None) -> None:
         if embedder is None:
             from .embeddings import default_embedder
 
@@ -93,7 +93,7 @@ class Index:
                              else chunk_config.fitted(embedder.max_tokens))
         self.recover_headings = recover_headings
         self.encoding = encoding
-        self.noise_llm = noise_llm
+        self.index_llm = index_llm
         self._segments = SegmentSet([], int(embedder.dimension))
         self._reader = Reader(self._segments, embedder, vector_config=vector_config,
                               recover_headings=recover_headings)
@@ -374,7 +374,7 @@ class Index:
         run = ingest(
             sources, embedder=self.embedder, config=self.chunk_config,
             recover_headings=self.recover_headings, encoding=self.encoding,
-            noise_llm=self.noise_llm, stored_sha256={} if rechunk else stored,
+            index_llm=self.index_llm, stored_sha256={} if rechunk else stored,
             stored_vectors=self._stored_vectors, batch_bytes=batch_bytes, workers=workers,
             progress=progress, started=started, executor=executor,
         )
@@ -445,7 +445,7 @@ def update_directory(location: str | os.PathLike[str] | Store,
                      *, embedder: Embedder | None = None, chunk_config: ChunkConfig | None = None,
                      vector_config: VectorIndexConfig | None = None,
                      recover_headings: bool = False, lock_timeout: float = 0.0,
-                     noise_llm: LLM | None = None,
+                     index_llm: LLM | None = None,
                      **update_options: Any) -> tuple[Index, UpdateReport]:
     """Open (or create) the index at ``location``, update it from ``paths``, save atomically.
 
@@ -461,7 +461,7 @@ def update_directory(location: str | os.PathLike[str] | Store,
         existing = store.exists()
         if existing:
             idx = Index.load(store, embedder=embedder)
-            idx.noise_llm = noise_llm
+            idx.index_llm = index_llm
             if (chunk_config is not None
                     and chunk_config.fitted(idx.embedder.max_tokens).to_dict()
                     != idx.chunk_config.to_dict()):
@@ -476,7 +476,7 @@ def update_directory(location: str | os.PathLike[str] | Store,
         else:
             idx = Index(embedder=embedder, chunk_config=chunk_config,
                         vector_config=vector_config, recover_headings=recover_headings,
-                        noise_llm=noise_llm)
+                        index_llm=index_llm)
             switched = stale = False
         report = idx.update(paths, **update_options)
         if (report.added or report.updated or report.removed or switched or stale

@@ -541,9 +541,9 @@ def test_llm_noise_option_reaches_the_chunker() -> None:
             return Reply(json.dumps({"noise": [{"id": target, "category": "foreword"}]}))
 
     cfg = ChunkConfig(noise=NoiseConfig(use_llm=True))
-    with pytest.raises(ConfigError, match="noise_llm="):
+    with pytest.raises(ConfigError, match="index_llm="):
         Index(embedder=HashEmbedder(32), chunk_config=cfg).add_text("r.md", text)
-    idx = Index(embedder=HashEmbedder(32), chunk_config=cfg, noise_llm=MarksBoilerplate())
+    idx = Index(embedder=HashEmbedder(32), chunk_config=cfg, index_llm=MarksBoilerplate())
     idx.add_text("r.md", text)
     assert MarksBoilerplate.calls == 1
     assert {c.title for c in idx.chunks} == {"Methods"}

@@ -39,7 +39,7 @@ def test_llm_summaries_are_extra_proxies_cached_by_content(
     (root / DOC).write_text((FIXTURES / DOC).read_text())
     llm = _SummaryLLM()
     config = ChunkConfig(summaries=True)
-    idx = Index.build([root], embedder=HashEmbedder(256), chunk_config=config, noise_llm=llm)
+    idx = Index.build([root], embedder=HashEmbedder(256), chunk_config=config, index_llm=llm)
     plain = Index.build([root], embedder=HashEmbedder(256))
     sections = {c.node_id for c in plain.chunks}
     assert len(llm.prompts) == len(sections)  # one call per section with text

@@ -46,7 +46,7 @@ class Job:
     embedder: Embedder
     config: ChunkConfig
     recover_headings: bool = False
-    noise_llm: LLM | None = None  # only where parsing runs in this process
+    index_llm: LLM | None = None  # only where parsing runs in this process
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ class LocalExecutor:
             raise TypeError(f"not a handle of this executor: {handle!r}")
         waited = 0.0
         if handle.futures is None:
-            parsed = [d.parse(job.config, job.recover_headings, noise_llm=job.noise_llm)
+            parsed = [d.parse(job.config, job.recover_headings, index_llm=job.index_llm)
                       for d in handle.docs]
         else:
             parsed = []

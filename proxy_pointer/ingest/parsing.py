@@ -69,10 +69,10 @@ class ReadDocument:
     digest: str
 
     def parse(self, config: ChunkConfig, recover_headings: bool, *,
-              noise_llm: LLM | None = None) -> ParsedDocument:
+              index_llm: LLM | None = None) -> ParsedDocument:
         """:func:`parse_document` of this document."""
         return parse_document(self.text, self.doc_id, self.source_path, self.kind, config,
-                              recover_headings, digest=self.digest, noise_llm=noise_llm)
+                              recover_headings, digest=self.digest, index_llm=index_llm)
 
 
 def text_digest(text: str) -> str:
@@ -82,13 +82,13 @@ def text_digest(text: str) -> str:
 
 def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
                    config: ChunkConfig, recover_headings: bool, *, digest: str | None = None,
-                   noise_llm: LLM | None = None) -> ParsedDocument:
+                   index_llm: LLM | None = None) -> ParsedDocument:
     """Tree, chunks and per-line token counts of one document.
 
     Module-level with picklable arguments so that a worker process can run it. ``digest``
     is the SHA-256 of ``text`` when the caller has it already. Raises
     :class:`~proxy_pointer.errors.ConfigError` when ``config.noise.use_llm`` is set without
-    ``noise_llm``; never raises on document content.
+    ``index_llm``; never raises on document content.
     """
     kind = kind or document_kind(source_path)
     t = time.perf_counter()
@@ -108,20 +108,20 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
     else:
         structured = config.mode == "structure" and tree.has_headings
         # Without the LLM that use_llm asks for, chunk_tree raises the ConfigError.
-        decisions = (classify_noise(tree, config.noise, llm=noise_llm)
-                     if structured and (noise_llm is not None or not config.noise.use_llm)
+        decisions = (classify_noise(tree, config.noise, llm=index_llm)
+                     if structured and (index_llm is not None or not config.noise.use_llm)
                      else None)
-        chunks = chunk_tree(tree, config, noise=decisions, noise_llm=noise_llm,
+        chunks = chunk_tree(tree, config, noise=decisions, noise_llm=index_llm,
                             markdown=kind != "text")
         if decisions is not None and any(c.node_id is not None for c in chunks):
             # Sections with own text that got no chunk, for the summary.
             skipped = sum(1 for n in skip_reasons(tree, config, noise=decisions)
                           if tree.slice(tree.get(n).body_start, tree.get(n).own_end).strip())
     if config.summaries and tree is not None:
-        if noise_llm is None:
+        if index_llm is None:
             raise ConfigError("ChunkConfig(summaries=True) needs an index-time LLM "
-                              "(Index(..., noise_llm=LLM))")
-        chunks = chunks + summary_chunks(tree, chunks, noise_llm, cache=_summary_cache(),
+                              "(Index(..., index_llm=LLM))")
+        chunks = chunks + summary_chunks(tree, chunks, index_llm, cache=_summary_cache(),
                                          max_breadcrumb_tokens=config.max_breadcrumb_tokens)
     tc = time.perf_counter()
     record = DocumentRecord(

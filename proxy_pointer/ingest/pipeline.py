@@ -135,7 +135,7 @@ class UpdateReport:
 
 def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig,
            recover_headings: bool = False, encoding: str = "utf-8",
-           noise_llm: LLM | None = None,
+           index_llm: LLM | None = None,
            stored_sha256: Mapping[str, str] | None = None,
            stored_vectors: Callable[[str], Iterable[tuple[str, np.ndarray]]] | None = None,
            batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
@@ -176,7 +176,7 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
     batches = _plan(sources, batch_bytes)
     run.total_docs = len(sources)
     run.total_bytes = sum(size for batch in batches for _, size in batch)
-    job = Job(embedder, config, recover_headings, noise_llm)
+    job = Job(embedder, config, recover_headings, index_llm)
     with executor.start(job, batches=len(batches)) as pool:
         wanted = pool.batch_bytes(batch_bytes, run.total_bytes)
         if wanted != batch_bytes:

@@ -145,7 +145,7 @@ class RayExecutor:
 
     def start(self, job: Job, *, batches: int) -> Self:
         if job.config.noise.use_llm or job.config.summaries:
-            raise ConfigError("executor='ray' cannot use an index-time LLM (noise_llm); "
+            raise ConfigError("executor='ray' cannot use an index-time LLM (index_llm); "
                               "use executor='local'")
         # cloudpickle: an embedder class defined in the caller's script travels too.
         recipe = _recipe(job.embedder, _ray().cloudpickle.dumps)  # before Ray starts (slow)
