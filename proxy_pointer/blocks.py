@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .tokens import SpanCounter, count_tokens_many, span_counters, truncate_to_tokens
+from .tokens import WORD_PIECES, Sizer, SpanCounter
 
 __all__ = ["Piece", "SplitContext", "embed_view", "split_bodies"]
 
@@ -34,14 +34,16 @@ _MAX_CHARS_PER_TOKEN = 16
 class SplitContext:
     """A document's text with line offsets, and the measure pieces are sized by.
 
-    ``tokens``: sizes are MiniLM word pieces (else characters). ``size``/``overlap``: the
-    largest piece and the overlap between prose pieces, in that unit. ``html_tables``:
-    ``"text"`` embeds an HTML table as its cell text, ``"source"`` as its source.
+    ``tokens``: sizes are the embedder's tokens, counted by ``tokenizer`` (default: MiniLM
+    word pieces), else characters. ``size``/``overlap``: the largest piece and the overlap
+    between prose pieces, in that unit. ``html_tables``: ``"text"`` embeds an HTML table as
+    its cell text, ``"source"`` as its source.
     """
 
     def __init__(self, text: str, lines: list[str], *, tokens: bool, size: int, overlap: int,
-                 html_tables: str) -> None:
+                 html_tables: str, tokenizer: Sizer = WORD_PIECES) -> None:
         self.text = text
+        self.tokenizer = tokenizer
         self.lines = lines
         self.html_tables = html_tables
         self.line_starts = [0]
@@ -56,7 +58,7 @@ class SplitContext:
 
     def measure(self, texts: Sequence[str]) -> list[int]:
         """Sizes of ``texts`` in the context's unit."""
-        return count_tokens_many(texts) if self.tokens else [len(t) for t in texts]
+        return self.tokenizer.count_many(texts) if self.tokens else [len(t) for t in texts]
 
     def line_of(self, offset: int) -> int:
         """The 0-based line holding character ``offset``."""
@@ -242,7 +244,8 @@ def _plan(ctx: SplitContext, per_body: list[list[_Block]]) -> list[list[Piece]]:
     counters: dict[int, SpanCounter] = {}
     if ctx.tokens and prose:
         spans = [(b.start, b.end) for b in prose]
-        counters = {id(b): c for b, c in zip(prose, span_counters(text, spans), strict=True)}
+        counters = {id(b): c for b, c in zip(prose, ctx.tokenizer.span_counters(text, spans),
+                                             strict=True) if c is not None}
     probes: list[str] = []
     for t in tabular.values():
         probes.append(embed_view(text[t.head[0] : t.head[1]], t.view))
@@ -373,12 +376,13 @@ def _pack_rows(ctx: SplitContext, t: _Rows, head_units: int, units: list[int]) -
     b = t.block
     head_text = embed_view(text[t.head[0] : t.head[1]], t.view)
     if head_units > size // 2:  # a huge header may take at most half of every piece
-        head_text = (truncate_to_tokens(head_text, size // 2) if ctx.tokens
+        head_text = (ctx.tokenizer.truncate(head_text, size // 2) if ctx.tokens
                      else head_text[: size // 2])
         head_units = ctx.measure([head_text])[0]
     if not t.rows:
         return _split_span(ctx, b.start, b.end, None, view=t.view)
-    join = 0 if ctx.tokens else 1  # "\n" between rows: no word piece, one character
+    # "\n" between rows: no MiniLM word piece, one character (other tokenizers: re-measured)
+    join = 0 if ctx.tokens else 1
     pieces: list[Piece] = []
     cur: list[int] = []  # indexes of the rows in the piece being filled
     cur_units = head_units
@@ -429,8 +433,14 @@ def _fit(ctx: SplitContext, per_body: list[list[Piece]]) -> None:
     by smaller ones, in place.
 
     A piece still too long after several rounds (only a contrived string gets there) keeps
-    its span but has its embedded text truncated to the size.
+    its span but has its embedded text truncated to the size. Sizes summed from parts are
+    exact only in MiniLM word pieces (a newline is no word piece, words never merge across
+    it); with another tokenizer every piece is measured whole.
     """
+    if ctx.tokens and ctx.tokenizer != WORD_PIECES:
+        for ps in per_body:
+            for p in ps:
+                p.units = None
     for _ in range(_MAX_ROUNDS + 2):
         todo = [p for ps in per_body for p in ps if p.units is None]
         if not todo:
@@ -446,7 +456,7 @@ def _fit(ctx: SplitContext, per_body: list[list[Piece]]) -> None:
     for ps in per_body:
         for p in ps:
             if p.units is None or p.units > ctx.size:
-                p.embed = truncate_to_tokens(p.embed, ctx.size)
+                p.embed = ctx.tokenizer.truncate(p.embed, ctx.size)
                 p.units = ctx.measure([p.embed])[0]
 
 

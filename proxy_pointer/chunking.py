@@ -76,7 +76,7 @@ from .blocks import SplitContext, split_bodies
 from .errors import ConfigError
 from .llm.base import LLM
 from .noise import NoiseConfig, NoiseDecision, classify_noise
-from .tokens import count_tokens, truncate_to_tokens
+from .tokens import TokenCounter, sizer
 from .tree import Node, Tree, split_lines
 
 __all__ = [
@@ -273,10 +273,13 @@ def chunk_tree(
     noise: Mapping[str, NoiseDecision] | None = None,
     noise_llm: LLM | None = None,
     markdown: bool = True,
+    tokenizer: TokenCounter | None = None,
 ) -> list[Chunk]:
     """Chunks of ``tree`` in document order (see the module docstring for the rules).
 
     ``markdown=False`` cuts section bodies as plain text (a segmented ``.txt`` file).
+    ``tokenizer`` counts token sizes as the embedder does (its ``tokenizer``; default MiniLM
+    word pieces).
 
     Noise sections come from :func:`~proxy_pointer.noise.classify_noise` with
     ``config.noise``; when ``config.noise.use_llm`` is set, ``noise_llm`` is asked once for
@@ -289,7 +292,7 @@ def chunk_tree(
     """
     config = config or ChunkConfig()
     _require_noise_llm(config, noise, noise_llm)
-    ctx = _split_context(tree.text, tree.lines, config)
+    ctx = _split_context(tree.text, tree.lines, config, tokenizer)
     title = tree.title or tree.doc_id
     if config.mode == "window" or not tree.has_headings:
         return _window(ctx, config, tree.doc_id, title, markdown=markdown)
@@ -304,15 +307,15 @@ def chunk_tree(
     return chunks
 
 
-def chunk_text(text: str, doc_id: str = "document", config: ChunkConfig | None = None
-               ) -> list[Chunk]:
+def chunk_text(text: str, doc_id: str = "document", config: ChunkConfig | None = None, *,
+               tokenizer: TokenCounter | None = None) -> list[Chunk]:
     """Sliding-window chunks of plain ``text`` (a ``.txt`` file): no Markdown is interpreted.
 
     Every non-blank line lies in some chunk. The breadcrumb is ``[doc_id]``. Plain text has
-    no sections, so ``config.noise`` plays no part.
+    no sections, so ``config.noise`` plays no part. ``tokenizer`` as for :func:`chunk_tree`.
     """
     config = config or ChunkConfig()
-    ctx = _split_context(text, split_lines(text), config)
+    ctx = _split_context(text, split_lines(text), config, tokenizer)
     return _window(ctx, config, doc_id, doc_id, markdown=False)
 
 
@@ -348,12 +351,16 @@ def skip_reasons(
     return out
 
 
-def breadcrumb_text(parts: Sequence[str], max_tokens: int = 48) -> str:
-    """``"[A > B > C]"`` holding at most ``max_tokens`` word pieces.
+def breadcrumb_text(parts: Sequence[str], max_tokens: int = 48,
+                    tokenizer: TokenCounter | None = None) -> str:
+    """``"[A > B > C]"`` holding at most ``max_tokens`` tokens (``tokenizer``'s; default
+    MiniLM word pieces).
 
     Too long a breadcrumb loses its middle titles first (``"[A > … > C]"``), then the first
     and last titles are truncated; the node's own title is kept as long as possible.
     """
+    tok = sizer(tokenizer)
+    count_tokens, truncate_to_tokens = tok.count_tokens, tok.truncate
     ps = [" ".join(p.split()) for p in parts]
     ps = [p for p in ps if p] or ["document"]
 
@@ -389,9 +396,11 @@ def _require_noise_llm(config: ChunkConfig, noise: Mapping[str, NoiseDecision] |
         )
 
 
-def _split_context(text: str, lines: list[str], config: ChunkConfig) -> SplitContext:
+def _split_context(text: str, lines: list[str], config: ChunkConfig,
+                   tokenizer: TokenCounter | None) -> SplitContext:
     return SplitContext(text, lines, tokens=config.unit == "tokens", size=config.chunk_size,
-                        overlap=config.chunk_overlap, html_tables=config.html_tables)
+                        overlap=config.chunk_overlap, html_tables=config.html_tables,
+                        tokenizer=sizer(tokenizer))
 
 
 def _body_span(ctx: SplitContext, node: Node) -> tuple[int, int]:
@@ -422,7 +431,7 @@ def _chunk_bodies(
     for node, crumb, ps in zip(nodes, crumbs, per_body, strict=True):
         if not ps:
             continue
-        head = breadcrumb_text(crumb, config.max_breadcrumb_tokens) + "\n"
+        head = breadcrumb_text(crumb, config.max_breadcrumb_tokens, ctx.tokenizer) + "\n"
         for p in ps:
             first, last = ctx.line_of(p.start), ctx.line_of(p.end - 1) + 1
             path: tuple[str, ...]

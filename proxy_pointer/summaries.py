@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from .chunking import Chunk, breadcrumb_text
 from .defaults import cache_dir
-from .tokens import truncate_to_tokens
+from .tokens import TokenCounter, truncate_to_tokens
 
 if TYPE_CHECKING:
     from .llm.base import LLM
@@ -75,8 +75,8 @@ class SummaryCache:
 
 
 def summary_chunks(tree: Tree, chunks: list[Chunk], llm: LLM, *,
-                   cache: SummaryCache | None = None, max_breadcrumb_tokens: int = 48
-                   ) -> list[Chunk]:
+                   cache: SummaryCache | None = None, max_breadcrumb_tokens: int = 48,
+                   tokenizer: TokenCounter | None = None) -> list[Chunk]:
     """One summary chunk per node of ``tree`` that has chunks in ``chunks``, in node order.
 
     A failing call is logged and that node gets no summary; the document is indexed anyway.
@@ -118,7 +118,7 @@ def summary_chunks(tree: Tree, chunks: list[Chunk], llm: LLM, *,
             start_line=node.start, end_line=node.own_end, own_start=node.start,
             own_end=node.own_end, section_start=node.start, section_end=node.end,
             text=own,
-            embed_text=breadcrumb_text(tree.breadcrumb(node), max_breadcrumb_tokens)
+            embed_text=breadcrumb_text(tree.breadcrumb(node), max_breadcrumb_tokens, tokenizer)
             + "\nSummary: " + summary,
         ))
     return out

@@ -9,7 +9,8 @@ fitted to their window is counted as they read it.
 
 An embedder states how it counts with any object that has ``count_tokens(text) -> int``
 (:class:`TokenCounter`); :class:`TokenizerFile` is that object for another model's
-``tokenizer.json``.
+``tokenizer.json``. Chunks are sized with the embedder's tokenizer: :func:`sizer` gives
+any counter the few operations chunking needs (:class:`Sizer`).
 
 Chunking measures thousands of table rows and sub-spans per document, so two faster
 counters live here too: :func:`count_tokens_many` (many short texts in one tokenizer call)
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "WORD_PIECES",
+    "Sizer",
     "SpanCounter",
     "TokenCounter",
     "TokenizerFile",
@@ -41,6 +43,7 @@ __all__ = [
     "count_tokens_batch",
     "count_tokens_many",
     "sentence_pieces",
+    "sizer",
     "span_counters",
     "truncate_to_tokens",
     "wordpiece_tokenizer",
@@ -88,6 +91,15 @@ class WordPieceCounter:
         """Number of MiniLM word pieces in ``text``, special tokens excluded."""
         return count_tokens(text)
 
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return count_tokens_many(texts)
+
+    def span_counters(self, text: str, spans: Sequence[tuple[int, int]]) -> list[SpanCounter]:
+        return span_counters(text, spans)
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        return truncate_to_tokens(text, max_tokens)
+
 
 #: The tokenizer of every embedder that reads the bundled MiniLM's word pieces.
 WORD_PIECES = WordPieceCounter()
@@ -107,8 +119,10 @@ class TokenizerFile:
     def __repr__(self) -> str:
         return f"TokenizerFile({str(self.path)!r})"
 
-    def count_tokens(self, text: str) -> int:
-        """Number of tokens in ``text``, special tokens excluded."""
+    def __getstate__(self) -> dict[str, object]:
+        return {"path": self.path, "_tokenizer": None}  # workers read the file themselves
+
+    def _loaded(self) -> Tokenizer:
         tok = self._tokenizer
         if tok is None:  # two threads may both read the file; either result serves
             from tokenizers import Tokenizer
@@ -117,7 +131,85 @@ class TokenizerFile:
             tok.no_truncation()
             tok.no_padding()
             self._tokenizer = tok
-        return len(tok.encode(text, add_special_tokens=False).ids) if text else 0
+        return tok
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens in ``text``, special tokens excluded."""
+        return len(self._loaded().encode(text, add_special_tokens=False).ids) if text else 0
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Counts of many texts, each tokenized alone (exact for any tokenizer)."""
+        encs = self._loaded().encode_batch([t for t in texts if t], add_special_tokens=False)
+        it = iter(len(e.ids) for e in encs)
+        return [next(it) if t else 0 for t in texts]
+
+    def span_counters(self, text: str, spans: Sequence[tuple[int, int]]) -> list[None]:
+        """None for every span: sub-span counts read off offsets hold only for BERT-style
+        pre-tokenizers, so chunking measures each piece instead."""
+        return [None] * len(spans)
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest verbatim prefix of ``text`` holding at most ``max_tokens`` tokens."""
+        if max_tokens <= 0:
+            return ""
+        enc = self._loaded().encode(text, add_special_tokens=False)
+        if len(enc.ids) <= max_tokens:
+            return text
+        return text[: enc.offsets[max_tokens][0]].rstrip()
+
+
+@runtime_checkable
+class Sizer(TokenCounter, Protocol):
+    """What chunking measures with: counts of one and many texts, counters of sub-spans
+    (None where the tokenizer cannot count sub-spans off one pass), verbatim truncation."""
+
+    def count_many(self, texts: Sequence[str]) -> list[int]: ...
+
+    def span_counters(self, text: str, spans: Sequence[tuple[int, int]]
+                      ) -> Sequence[SpanCounter | None]: ...
+
+    def truncate(self, text: str, max_tokens: int) -> str: ...
+
+
+class _CountOnly:
+    """A :class:`Sizer` from a bare ``count_tokens``: texts one by one, truncation by
+    bisection over whitespace-separated prefixes."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+
+    def count_tokens(self, text: str) -> int:
+        return self.counter.count_tokens(text)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [self.counter.count_tokens(t) if t else 0 for t in texts]
+
+    def span_counters(self, text: str, spans: Sequence[tuple[int, int]]) -> list[None]:
+        return [None] * len(spans)
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        if self.counter.count_tokens(text) <= max_tokens:
+            return text
+        cuts = [i for i, c in enumerate(text) if c.isspace()] or [len(text) // 2]
+        lo, hi = 0, len(cuts) - 1  # the last cut whose prefix fits
+        best = ""
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            head = text[: cuts[mid]].rstrip()
+            if self.counter.count_tokens(head) <= max_tokens:
+                best, lo = head, mid + 1
+            else:
+                hi = mid - 1
+        return best
+
+
+def sizer(tokenizer: TokenCounter | None) -> Sizer:
+    """What chunking sizes with for an embedder's ``tokenizer`` (None: MiniLM word pieces)."""
+    if tokenizer is None:
+        return WORD_PIECES
+    if isinstance(tokenizer, Sizer):
+        return tokenizer
+    return _CountOnly(tokenizer)
 
 
 def count_tokens(text: str) -> int:

@@ -189,6 +189,59 @@ def test_an_index_made_before_embedders_stated_windows_opens_unchanged(tmp_path)
     assert Index.load(tmp_path / "idx").chunk_config.to_dict() == recorded
 
 
+class Words:
+    """A tokenizer that counts whitespace-separated words: not MiniLM's word pieces, and
+    with no sub-span counting or truncation of its own."""
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+class WordsEmbedder(HashEmbedder):
+    """A hash embedder that reads 64 words."""
+
+    def __init__(self, dimension: int = 16) -> None:
+        super().__init__(dimension)
+        self.max_tokens, self.tokenizer = 64, Words()  # type: ignore[assignment]
+
+
+def test_chunks_are_sized_with_the_embedders_tokenizer():
+    """An embedder that counts otherwise gets chunks that fit in its own count, on prose,
+    tables and breadcrumbs alike; the default's chunks are MiniLM-sized as before."""
+    _, tree = load("amd_2022_10k_excerpt.md")
+    cfg = ChunkConfig.for_window(64)
+    chunks = chunk_tree(tree, cfg, tokenizer=Words())
+    assert chunks and all(len(c.embed_text.split()) <= 64 for c in chunks)
+    crumbs = [c.embed_text.split("\n", 1)[0] for c in chunks]
+    assert all(len(b.split()) <= cfg.max_breadcrumb_tokens for b in crumbs)
+    assert [c.text for c in chunks] != [c.text for c in chunk_tree(tree, cfg)]
+    check_coverage(tree, chunks, cfg)  # every non-noise line still lies in some chunk
+
+
+def test_a_tokenizer_file_sizes_chunks_exactly_without_span_counting():
+    """The generic path (each piece measured whole) with MiniLM's own tokenizer.json: every
+    chunk fits the window in that count, as the word-piece fast path's chunks do."""
+    from proxy_pointer import bundled
+    from proxy_pointer.tokens import TokenizerFile, sizer
+
+    tok = TokenizerFile(bundled.model_path() / "tokenizer.json")
+    assert sizer(tok) is tok and sizer(Words()) is not None
+    _, tree = load("amd_2022_10k_excerpt.md")
+    cfg = ChunkConfig.for_window(128)
+    chunks = chunk_tree(tree, cfg, tokenizer=tok)
+    check_chunks(tree, chunks, cfg)  # MiniLM word pieces + [CLS] + [SEP] within 128
+    assert tok.truncate("alpha beta gamma delta", 2) == "alpha beta"
+    assert tok.count_many(["", "alpha beta", "x"]) == [0, 2, 1]
+
+
+def test_an_index_chunks_with_its_embedders_tokenizer(tmp_path):
+    text = "# Report\n\n## Results\n\n" + " ".join(f"word{i}" for i in range(400)) + "\n"
+    idx = Index(embedder=WordsEmbedder(16))
+    idx.add_text("r.md", text)
+    assert idx.chunk_config == ChunkConfig.for_window(64)
+    assert len(idx.chunks) > 1 and all(len(c.embed_text.split()) <= 64 for c in idx.chunks)
+
+
 # --- structure-guided chunks ------------------------------------------------------------------
 def test_qasper_paper_chunks():
     _, tree = load("qasper_1908.07245.md")

@@ -195,8 +195,9 @@ class LocalExecutor:
         if self._pool is None:  # parsed in result(), after the next batch is read
             return _Queued(tuple(docs), None)
         pool = self._pool
-        return _Queued(tuple(docs), tuple(pool.submit(d.parse, job.config, job.recover_headings)
-                                          for d in docs))
+        tokenizer = job.embedder.tokenizer
+        return _Queued(tuple(docs), tuple(pool.submit(d.parse, job.config, job.recover_headings,
+                                                      tokenizer=tokenizer) for d in docs))
 
     def result(self, handle: object) -> Batch:
         job = self._started()
@@ -204,8 +205,8 @@ class LocalExecutor:
             raise TypeError(f"not a handle of this executor: {handle!r}")
         waited = 0.0
         if handle.futures is None:
-            parsed = [d.parse(job.config, job.recover_headings, index_llm=job.index_llm)
-                      for d in handle.docs]
+            parsed = [d.parse(job.config, job.recover_headings, index_llm=job.index_llm,
+                              tokenizer=job.embedder.tokenizer) for d in handle.docs]
         else:
             parsed = []
             for fut in handle.futures:

@@ -21,7 +21,7 @@ from ..noise import classify_noise
 from ..segmentation import segmented_tree
 from ..stores import DocumentRecord
 from ..summaries import SummaryCache, summary_chunks
-from ..tokens import count_tokens_batch
+from ..tokens import TokenCounter, count_tokens_batch
 from ..tree import build_tree, split_lines
 
 if TYPE_CHECKING:
@@ -69,10 +69,12 @@ class ReadDocument:
     digest: str
 
     def parse(self, config: ChunkConfig, recover_headings: bool, *,
-              index_llm: LLM | None = None) -> ParsedDocument:
+              index_llm: LLM | None = None, tokenizer: TokenCounter | None = None
+              ) -> ParsedDocument:
         """:func:`parse_document` of this document."""
         return parse_document(self.text, self.doc_id, self.source_path, self.kind, config,
-                              recover_headings, digest=self.digest, index_llm=index_llm)
+                              recover_headings, digest=self.digest, index_llm=index_llm,
+                              tokenizer=tokenizer)
 
 
 def text_digest(text: str) -> str:
@@ -82,11 +84,13 @@ def text_digest(text: str) -> str:
 
 def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
                    config: ChunkConfig, recover_headings: bool, *, digest: str | None = None,
-                   index_llm: LLM | None = None) -> ParsedDocument:
+                   index_llm: LLM | None = None, tokenizer: TokenCounter | None = None
+                   ) -> ParsedDocument:
     """Tree, chunks and per-line token counts of one document.
 
     Module-level with picklable arguments so that a worker process can run it. ``digest``
-    is the SHA-256 of ``text`` when the caller has it already. Raises
+    is the SHA-256 of ``text`` when the caller has it already; ``tokenizer`` sizes chunks
+    (the embedder's; default MiniLM word pieces). Raises
     :class:`~proxy_pointer.errors.ConfigError` when ``config.noise.use_llm`` is set without
     ``index_llm``; never raises on document content.
     """
@@ -104,7 +108,7 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
     tt = time.perf_counter()
     skipped = 0
     if tree is None:
-        chunks = chunk_text(text, doc_id, config)
+        chunks = chunk_text(text, doc_id, config, tokenizer=tokenizer)
     else:
         structured = config.mode == "structure" and tree.has_headings
         # Without the LLM that use_llm asks for, chunk_tree raises the ConfigError.
@@ -112,7 +116,7 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
                      if structured and (index_llm is not None or not config.noise.use_llm)
                      else None)
         chunks = chunk_tree(tree, config, noise=decisions, noise_llm=index_llm,
-                            markdown=kind != "text")
+                            markdown=kind != "text", tokenizer=tokenizer)
         if decisions is not None and any(c.node_id is not None for c in chunks):
             # Sections with own text that got no chunk, for the summary.
             skipped = sum(1 for n in skip_reasons(tree, config, noise=decisions)
@@ -122,7 +126,8 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
             raise ConfigError("ChunkConfig(summaries=True) needs an index-time LLM "
                               "(Index(..., index_llm=LLM))")
         chunks = chunks + summary_chunks(tree, chunks, index_llm, cache=_summary_cache(),
-                                         max_breadcrumb_tokens=config.max_breadcrumb_tokens)
+                                         max_breadcrumb_tokens=config.max_breadcrumb_tokens,
+                                         tokenizer=tokenizer)
     tc = time.perf_counter()
     record = DocumentRecord(
         doc_id=doc_id, source_path=source_path, size=len(text.encode("utf-8")),

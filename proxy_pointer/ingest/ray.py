@@ -109,7 +109,8 @@ class _Worker:
         self.config, self.recover_headings = config, recover_headings
 
     def run(self, docs: list[ReadDocument], skip: frozenset[str]) -> Batch:
-        parsed = [d.parse(self.config, self.recover_headings) for d in docs]
+        parsed = [d.parse(self.config, self.recover_headings, tokenizer=self.embedder.tokenizer)
+                  for d in docs]
         todo = sorted({c.embed_text for p in parsed for c in p.chunks} - skip)
         t = time.perf_counter()
         parts = [embed_checked(self.embedder, todo[i:i + EMBED_STEP])
