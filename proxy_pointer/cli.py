@@ -64,7 +64,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = ap.add_subparsers(dest="command", required=True)
 
-    t = sub.add_parser("tree", help="print a document's skeleton tree")
+    c = sub.add_parser("convert", help="print a PDF, HTML or Word file as the Markdown the "
+                       "index sees, with page markers")
+    c.add_argument("file")
+    c.add_argument("--no-pages", action="store_true",
+                   help="leave out the <!-- page N --> markers")
+
+    t = sub.add_parser("tree", help="print a document's skeleton tree (PDF, HTML and Word "
+                       "files as converted)")
     t.add_argument("file")
     t.add_argument("--json", action="store_true", help="print our full JSON")
     t.add_argument("--format", choices=["text", "json", "pageindex"], default="text")
@@ -160,11 +167,51 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # --- commands ---------------------------------------------------------------------------
-def _cmd_tree(args: argparse.Namespace) -> int:
+def _read_source(path: str, encoding: str) -> tuple[str, tuple[int, ...]]:
+    """A document's text as the index sees it, and its page map: a PDF, HTML or Word file
+    converted to Markdown (its warnings to stderr), any other file read as text."""
+    from .convert import convert_file, converter_for
     from .documents import read_document
+
+    if converter_for(path) is None:
+        return read_document(path, encoding=encoding), ()
+    converted = convert_file(path)
+    for w in converted.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return converted.markdown, converted.page_starts
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from .convert import convert_file, converter_for
+    from .errors import DocumentError
+
+    if converter_for(args.file) is None:
+        raise DocumentError(args.file, "is not a PDF, HTML or Word (.docx) file; Markdown and "
+                            "text files are indexed as they are")
+    converted = convert_file(args.file)
+    for w in converted.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    starts = {} if args.no_pages else _page_markers(converted.page_starts)
+    out: list[str] = []
+    for n, line in enumerate(converted.markdown.splitlines(keepends=True), 1):
+        out.extend(f"<!-- page {p} -->\n" for p in starts.get(n, ()))
+        out.append(line)
+    sys.stdout.write("".join(out))
+    return 0
+
+
+def _page_markers(page_starts: tuple[int, ...]) -> dict[int, list[int]]:
+    """line -> the pages that start on it (several where pages hold no text)."""
+    marks: dict[int, list[int]] = {}
+    for page, line in enumerate(page_starts, 1):
+        marks.setdefault(line, []).append(page)
+    return marks
+
+
+def _cmd_tree(args: argparse.Namespace) -> int:
     from .tree import build_tree, format_tree
 
-    text = read_document(args.file, encoding=args.encoding)
+    text, pages = _read_source(args.file, args.encoding)
     tree = build_tree(text, doc_id=Path(args.file).name, recover_headings=args.recover_headings)
     for w in tree.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -172,7 +219,7 @@ def _cmd_tree(args: argparse.Namespace) -> int:
     if fmt == "json":
         print(json.dumps(tree.to_dict(), ensure_ascii=False, indent=2))
     elif fmt == "pageindex":
-        print(json.dumps(tree.to_pageindex(), ensure_ascii=False, indent=2))
+        print(json.dumps(tree.to_pageindex(pages=pages), ensure_ascii=False, indent=2))
     else:
         labels: dict[str, str] = {}
         if args.noise:
@@ -184,7 +231,7 @@ def _cmd_tree(args: argparse.Namespace) -> int:
             labels = dict(noise_labels(decisions))
             for nid, why in skip_reasons(tree, config, noise=decisions).items():
                 labels.setdefault(nid, why)
-        print(format_tree(tree, marks=labels))
+        print(format_tree(tree, marks=labels, pages=pages))
     return 0
 
 
@@ -295,7 +342,7 @@ def _print_sections(retrieval: Retrieval) -> None:
         return
     for n, s in enumerate(retrieval.sections, 1):
         flag = " (trimmed)" if s.trimmed else ""
-        print(f"=== [{n}] {s.ref}  lines {s.start_line}-{s.end_line}  score {s.score:.3f}"
+        print(f"=== [{n}] {s.ref}  {s.where}  score {s.score:.3f}"
               f"  {s.tokens} tokens{flag}")
         print(f"    [{s.breadcrumb}]")
         print(s.text.rstrip("\n"))
@@ -320,7 +367,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-_BATCH_FIELDS = ("doc_id", "node_id", "title", "path", "start_line", "end_line", "text", "score")
+_BATCH_FIELDS = ("ref", "doc_id", "node_id", "title", "path", "start_line", "end_line", "pages",
+                 "text", "score")
 
 
 def _batch_query(args: argparse.Namespace) -> int:
@@ -425,7 +473,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     print(answer.text.strip())
     print()
     for s in answer.cited_sections:
-        print(f"  [{s.ref}, lines {s.start_line}-{s.end_line}] {s.breadcrumb}")
+        print(f"  [{s.ref}, {s.where}] {s.breadcrumb}")
     for w in answer.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return 0
@@ -446,7 +494,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"tree": _cmd_tree, "index": _cmd_index, "query": _cmd_query,
+_COMMANDS = {"convert": _cmd_convert, "tree": _cmd_tree, "index": _cmd_index, "query": _cmd_query,
              "section": _cmd_section, "serve": _cmd_serve, "ask": _cmd_ask, "mcp": _cmd_mcp}
 
 

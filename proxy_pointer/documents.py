@@ -18,6 +18,7 @@ from pathlib import Path, PurePath
 from .errors import ConfigError, DocumentError
 
 __all__ = [
+    "CONVERTED_SUFFIXES",
     "DEFAULT_INCLUDE",
     "DOCUMENT_SUFFIXES",
     "TEXT_SUFFIXES",
@@ -29,8 +30,10 @@ __all__ = [
     "resolve_doc_id",
 ]
 
+#: Endings of files converted to Markdown before indexing (``convert/``: PDF, HTML, Word).
+CONVERTED_SUFFIXES = (".pdf", ".html", ".htm", ".docx")
 #: File name endings indexed by default; the one list every other default derives from.
-DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt")
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", *CONVERTED_SUFFIXES)
 #: Endings of plain-text files, chunked by sliding windows (no headings to follow).
 TEXT_SUFFIXES = (".txt",)
 #: The globs :func:`discover` picks up by default.
@@ -143,7 +146,8 @@ class SourceFile:
 
 
 def document_kind(name: str) -> str:
-    """``"text"`` for plain-text files (sliding-window chunks only), else ``"markdown"``."""
+    """``"text"`` for plain-text files (sliding-window chunks only), else ``"markdown"``
+    (converted formats are indexed as the Markdown they convert to)."""
     return "text" if name.lower().endswith(TEXT_SUFFIXES) else "markdown"
 
 

@@ -302,7 +302,7 @@ class Index:
         """What ``ref`` (``doc#0003``, ``doc#L12-30``…) points at: :func:`~.refs.resolve`,
         then :func:`~.refs.open_ref`, which say what they raise."""
         r = resolve(ref, self.documents)
-        return open_ref(self.tree(r.doc_id), r)
+        return open_ref(self.tree(r.doc_id), r, self.documents[r.doc_id].pages)
 
     # --- changing contents --------------------------------------------------------------
     def _set(self, segments: SegmentSet) -> None:
@@ -369,7 +369,8 @@ class Index:
             # stored document (unchanged chunk texts keep their vectors).
             named = {s.doc_id for s in sources} | set(remove)
             docs = self.documents
-            sources = sources + [Source(d, docs[d].source_path, docs[d].kind, self.text(d))
+            sources = sources + [Source(d, docs[d].source_path, docs[d].kind, self.text(d),
+                                        pages=docs[d].pages, converter=docs[d].converter)
                                  for d in stored if d not in named]
         run = ingest(
             sources, embedder=self.embedder, config=self.chunk_config,
@@ -397,6 +398,7 @@ class Index:
             added=tuple(sorted(added)), updated=tuple(sorted(updated)),
             unchanged=tuple(sorted(run.unchanged)), removed=tuple(sorted(remove)),
             skipped=tuple(run.skipped), sections_skipped=run.sections_skipped,
+            warnings=tuple(run.warnings),
             chunks=self._segments.n_rows, embedded=run.embedded,
             timings=timings,
         )

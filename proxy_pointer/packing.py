@@ -40,6 +40,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from .convert.base import page_span
 from .errors import ConfigError
 from .lexical import terms as line_terms_of
 from .ranking import Candidate
@@ -73,7 +74,10 @@ class Section:
     spans of the chunks that hit this section. ``trimmed`` is true when the section did not
     fit the token budget whole and only its heading and a window around its matched chunks
     are in ``text``. ``also_in`` names the refs of the same (or a nearly identical) section in
-    other documents, handed over once here.
+    other documents, handed over once here. ``pages`` are the first and last page (1-based)
+    the section's lines came from, for documents converted from a paged format (PDF);
+    ``page_breaks`` the lines of the section on which its later pages start, so that a
+    citation of some of its lines gets its own pages (:meth:`pages_of`).
     """
 
     doc_id: str
@@ -88,6 +92,8 @@ class Section:
     trimmed: bool = False
     matched_spans: tuple[tuple[int, int], ...] = ()
     also_in: tuple[str, ...] = ()
+    pages: tuple[int, int] | None = None  # (first, last) 1-based pages, converted PDFs only
+    page_breaks: tuple[int, ...] = ()  # lines inside the section on which a new page starts
 
     @property
     def ref(self) -> str:
@@ -99,6 +105,24 @@ class Section:
     def breadcrumb(self) -> str:
         return " > ".join(self.path)
 
+    @property
+    def where(self) -> str:
+        """Where the section is, for people: ``"lines 12-30"``, and for a PDF's section
+        ``"p. 37-38, lines 12-30"``."""
+        lines = f"lines {self.start_line}-{self.end_line}"
+        if self.pages is None:
+            return lines
+        a, b = self.pages
+        return f"p. {a}, {lines}" if a == b else f"p. {a}-{b}, {lines}"
+
+    def pages_of(self, first: int, last: int) -> tuple[int, int] | None:
+        """First and last page of this section's 1-based lines ``first..last``."""
+        if self.pages is None:
+            return None
+        start = self.pages[0]
+        return (start + sum(1 for b in self.page_breaks if b <= first),
+                start + sum(1 for b in self.page_breaks if b <= max(first, last)))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (a result payload's ``contexts`` entries): ``ref`` first, then
         every field."""
@@ -107,6 +131,8 @@ class Section:
         d["path"] = list(self.path)
         d["matched_spans"] = [list(s) for s in self.matched_spans]
         d["also_in"] = list(self.also_in)
+        d["pages"] = list(self.pages) if self.pages is not None else None
+        d["page_breaks"] = list(self.page_breaks)
         return d
 
 def ref(cand: Candidate, start: int, end: int) -> str:
@@ -407,7 +433,8 @@ def _emit(index: Corpus, p: _Plan) -> Section | None:
         return Section(doc_id=cand.doc_id, node_id=None, title=c.title, path=tuple(c.path),
                        start_line=p.start + 1, end_line=p.end, text=p.window,
                        score=float(cand.score), tokens=p.costs[0],
-                       matched_spans=spans, also_in=tuple(cand.also_in))
+                       matched_spans=spans, also_in=tuple(cand.also_in),
+                       **_pages(index, cand.doc_id, p.start + 1, p.end))
     tree = index.tree(cand.doc_id)
     node = tree.get(cand.node_id)  # type: ignore[arg-type]
     parts = [tree.slice(p.start, p.lo)]
@@ -438,7 +465,18 @@ def _emit(index: Corpus, p: _Plan) -> Section | None:
                    path=node.path, start_line=p.start + 1, end_line=p.end, text=text,
                    score=float(cand.score), tokens=tokens,
                    trimmed=p.gaps > 0 or p.cut is not None, matched_spans=spans,
-                   also_in=tuple(cand.also_in))
+                   also_in=tuple(cand.also_in),
+                   **_pages(index, cand.doc_id, p.start + 1, p.end))
+
+
+def _pages(index: Corpus, doc_id: str, first: int, last: int) -> dict[str, Any]:
+    """``Section`` fields ``pages`` and ``page_breaks`` of 1-based lines ``first..last``
+    (none without a page map)."""
+    starts = index.documents[doc_id].pages
+    span = page_span(starts, first, last)
+    if span is None:
+        return {}
+    return {"pages": span, "page_breaks": tuple(b for b in starts if first < b <= last)}
 
 
 def _lexical(line: list[str], terms: dict[str, float]) -> float:

@@ -9,7 +9,7 @@ A ref is a doc id, ``#``, and what to open in that document:
 ``doc.md#L12-30``      lines 12 to 30, 1-based and inclusive (``doc.md#L12``: line 12 alone);
                        a fallback window's ref, or any range of lines
 ``doc.md#p3-5``        pages 3 to 5, 1-based and inclusive (``doc.md#p3``: page 3), for
-                       page-based formats; no indexed format carries pages yet
+                       documents converted from a paged format (PDF)
 =====================  ==================================================================
 
 Doc ids are paths and may hold ``#``, so a ref splits on its *last* ``#``. Every ref has
@@ -36,6 +36,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .convert.base import page_span
 from .documents import resolve_doc_id
 from .errors import ConfigError, NotFoundError
 from .tree import Tree
@@ -159,8 +160,9 @@ class SectionText:
     ``title`` (empty for the preamble) and ``path`` (breadcrumb: document title, then
     headings) are the node's and ``text`` is its whole section with subsections; for a line
     ref ``node_id`` is None, ``text`` is exactly those lines and ``title``/``path`` are those
-    of the section holding the first line (the document title where it has none). ``ref``
-    is the ref as opened, with the doc id as indexed.
+    of the section holding the first line (the document title where it has none); a page
+    ref opens the lines of those pages. ``ref`` is the ref as opened, with the doc id as
+    indexed. ``pages``: the first and last page the text came from (converted PDFs only).
     """
 
     ref: Ref
@@ -171,12 +173,14 @@ class SectionText:
     start_line: int
     end_line: int
     text: str
+    pages: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the HTTP and MCP payload): ``ref`` as text, ``path`` a list."""
         return {"doc_id": self.doc_id, "node_id": self.node_id, "ref": str(self.ref),
                 "title": self.title, "path": list(self.path), "start_line": self.start_line,
-                "end_line": self.end_line, "text": self.text}
+                "end_line": self.end_line, "text": self.text,
+                "pages": list(self.pages) if self.pages is not None else None}
 
 
 def resolve(ref: Ref | str, known: Container[str]) -> Ref:
@@ -193,35 +197,57 @@ def resolve(ref: Ref | str, known: Container[str]) -> Ref:
     return r if key == r.doc_id else dataclasses.replace(r, doc_id=key)
 
 
-def open_ref(tree: Tree, ref: Ref) -> SectionText:
+def open_ref(tree: Tree, ref: Ref, pages: tuple[int, ...] = ()) -> SectionText:
     """The text ``ref`` points at in ``tree`` (the document ``ref`` names; the result
-    carries ``tree.doc_id``).
+    carries ``tree.doc_id``). ``pages``: the document's page map (the line on which each
+    page starts, ``DocumentRecord.pages``), for documents converted from PDF.
 
     A node ref opens the node's whole section, a line ref those lines (validated against
-    the document's line count). Raises :class:`NotFoundError` for a node the tree lacks,
-    lines past the end, or any page ref (no format carries a page map yet).
+    the document's line count), a page ref the lines of those pages. Raises
+    :class:`NotFoundError` for a node the tree lacks, lines or pages past the end, pages
+    that hold no text, or a page ref into a document without pages.
     """
     ref = ref if ref.doc_id == tree.doc_id else dataclasses.replace(ref, doc_id=tree.doc_id)
+    n = len(tree.lines)
     if ref.node_id is not None or ref.fragment in tree:  # a node named like a range wins
         try:
             found = tree.get(ref.fragment)
         except KeyError:
             raise NotFoundError(f"{tree.doc_id}: no section {ref.fragment!r}") from None
         return SectionText(ref, tree.doc_id, found.node_id, found.title, tree.breadcrumb(found),
-                           found.start + 1, found.end, tree.section_text(found))
-    if ref.lines is None:
-        raise NotFoundError(f"{ref}: {tree.doc_id} has no page map (pages are known only for "
-                            "page-based formats, and none is indexed yet); open it by section "
-                            "or by lines, e.g. doc.md#0003 or doc.md#L12-30")
-    a, b = ref.lines
-    n = len(tree.lines)
-    if b > n:
-        raise NotFoundError(f"{ref}: {tree.doc_id} has {n} line{'s' * (n != 1)}, so no "
-                            f"line {b}")
+                           found.start + 1, found.end, tree.section_text(found),
+                           page_span(pages, found.start + 1, found.end))
+    if ref.pages is not None:
+        a, b = _page_lines(tree.doc_id, ref, pages, n)
+    else:
+        assert ref.lines is not None
+        a, b = ref.lines
+        if b > n:
+            raise NotFoundError(f"{ref}: {tree.doc_id} has {n} line{'s' * (n != 1)}, so no "
+                                f"line {b}")
     node = tree.node_at(a - 1) if tree.nodes else None
     title = (node.title if node is not None else "") or tree.title
     path = tree.breadcrumb(node) if node is not None else (tree.title,)
-    return SectionText(ref, tree.doc_id, None, title, path, a, b, tree.slice(a - 1, b))
+    return SectionText(ref, tree.doc_id, None, title, path, a, b, tree.slice(a - 1, b),
+                       page_span(pages, a, b))
+
+
+def _page_lines(doc_id: str, ref: Ref, pages: tuple[int, ...], n: int) -> tuple[int, int]:
+    """The 1-based lines ``(first, last)`` of ``ref``'s pages."""
+    assert ref.pages is not None
+    if not pages:
+        raise NotFoundError(f"{ref}: {doc_id} has no pages (only documents converted from "
+                            "PDF do); open it by section or by lines, e.g. doc.md#0003 or "
+                            "doc.md#L12-30")
+    a, b = ref.pages
+    if b > len(pages):
+        raise NotFoundError(f"{ref}: {doc_id} has {len(pages)} page"
+                            f"{'s' * (len(pages) != 1)}, so no page {b}")
+    first, last = pages[a - 1], (pages[b] - 1 if b < len(pages) else n)
+    if last < first:
+        raise NotFoundError(f"{ref}: page{'s' * (a != b)} {ref.fragment[1:]} of {doc_id} "
+                            "hold no text")
+    return first, last
 
 
 # --- validation ----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .convert import page_span
 from .documents import discover, resolve_doc_id
 from .errors import ConfigError, NotFoundError, ProxyPointerError
 from .index import Index
@@ -153,21 +154,27 @@ class Service:
         return self.index.ask(question, self.llm, self.config(**options)).to_dict()
 
     def documents(self) -> list[dict[str, Any]]:
-        """Every document: ``doc_id``, ``title``, ``kind``, ``size``, ``n_chunks``."""
+        """Every document: ``doc_id``, ``title``, ``kind``, ``size``, ``n_chunks``, ``pages``
+        (a converted PDF's page count, else None) and ``converter`` (``"pdf/1"``, or None)."""
         idx = self.index
         return [{"doc_id": d, "title": r.title, "kind": r.kind, "size": r.size,
-                 "n_chunks": r.n_chunks} for d, r in ((d, idx.documents[d]) for d in idx.documents)]
+                 "n_chunks": r.n_chunks, "pages": len(r.pages) or None,
+                 "converter": r.converter or None}
+                for d, r in ((d, idx.documents[d]) for d in idx.documents)]
 
     def outline(self, doc_id: str) -> dict[str, Any]:
         """A document's skeleton tree without text: ``doc_id``, ``title`` and its
         ``nodes`` in reading order, each with ``ref``, ``node_id``, ``title``, ``level``,
-        ``parent_id`` and 1-based inclusive ``start_line``/``end_line`` of its section."""
+        ``parent_id``, 1-based inclusive ``start_line``/``end_line`` of its section and its
+        ``pages`` (first, last; None but for converted PDFs)."""
         key = self._doc_key(doc_id)
-        tree = self.index.tree(key)
+        with self.pinned() as idx:
+            tree, starts = idx.tree(key), idx.documents[key].pages
         return {"doc_id": key, "title": tree.title,
                 "nodes": [{"ref": str(Ref(key, n.node_id)), "node_id": n.node_id,
                            "title": n.title, "level": n.level, "parent_id": n.parent_id,
-                           "start_line": n.start + 1, "end_line": n.end} for n in tree.nodes]}
+                           "start_line": n.start + 1, "end_line": n.end,
+                           "pages": _pages(starts, n.start + 1, n.end)} for n in tree.nodes]}
 
     def section(self, doc_id: str, node_id: str) -> dict[str, Any]:
         """:meth:`section_by_ref` for a doc id and the part of a ref after its ``#``: a node
@@ -179,9 +186,10 @@ class Service:
         (:mod:`~proxy_pointer.refs`): ``doc_id#node_id`` a whole section with its
         subsections, ``doc_id#L12-30`` those lines (a fallback window's ref), ``doc_id#p3-5``
         pages. Returns ``doc_id``, ``node_id`` (None for lines), ``ref``, ``title``,
-        breadcrumb ``path``, 1-based inclusive ``start_line``/``end_line`` and ``text``.
-        :class:`ConfigError` for a malformed ref, :class:`NotFoundError` for a document,
-        section or lines the index lacks, and for pages (no page map yet)."""
+        breadcrumb ``path``, 1-based inclusive ``start_line``/``end_line``, ``text`` and
+        ``pages`` (first, last; None but for converted PDFs). :class:`ConfigError` for a
+        malformed ref, :class:`NotFoundError` for a document, section, lines or pages the
+        index lacks (and pages of a document without them)."""
         return self._open(Ref.parse(ref))
 
     def _open(self, ref: Ref) -> dict[str, Any]:
@@ -265,6 +273,11 @@ class Service:
         if key is None:
             raise NotFoundError(f"no document {doc_id!r} in {self.store.location}")
         return key
+
+
+def _pages(starts: tuple[int, ...], first: int, last: int) -> list[int] | None:
+    span = page_span(starts, first, last)
+    return list(span) if span is not None else None
 
 
 def _check_doc_id(doc_id: str) -> None:

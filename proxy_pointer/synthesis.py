@@ -25,6 +25,7 @@ and ``generate`` is an LLM)::
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -109,6 +110,9 @@ def build_prompt(question: str, sections: Sequence[Section]) -> tuple[str, str]:
     blocks = []
     for section in sections:
         attrs = f'id="{section.ref}" lines="{section.start_line}-{section.end_line}"'
+        if section.pages is not None:
+            a, b = section.pages
+            attrs += f' pages="{a}-{b}"' if a != b else f' page="{a}"'
         if section.trimmed:
             attrs += ' trimmed="true"'
         breadcrumb = section.breadcrumb or section.title or section.doc_id
@@ -134,7 +138,10 @@ class Citation:
     lines (``L12-30``). ``start_line`` / ``end_line`` are 1-based and inclusive, as the
     model wrote them (``None`` when it cited the section without lines; equal for a single
     line). ``raw`` is the whole bracket as it appears in the text, e.g. ``"[a.md#0003,
-    lines 3-5; b.md#0001]"``, shared by all citations in one bracket.
+    lines 3-5; b.md#0001]"``, shared by all citations in one bracket. ``pages``: the
+    first and last page of the cited lines (or of the whole section when no lines were
+    cited), for a section of a converted PDF; such a citation prints as
+    ``[report.pdf#0012, p. 37-38]``.
     """
 
     doc_id: str
@@ -142,6 +149,7 @@ class Citation:
     start_line: int | None
     end_line: int | None
     raw: str
+    pages: tuple[int, int] | None = None  # filled in from the cited section of a PDF
 
     @property
     def ref(self) -> str:
@@ -167,10 +175,14 @@ class Citation:
             "node_id": self.node_id,
             "start_line": self.start_line,
             "end_line": self.end_line,
+            "pages": list(self.pages) if self.pages is not None else None,
             "raw": self.raw,
         }
 
     def __str__(self) -> str:
+        if self.pages is not None:
+            a, b = self.pages
+            return f"[{self.ref}, p. {a}]" if a == b else f"[{self.ref}, p. {a}-{b}]"
         if self.start_line is None:
             return f"[{self.ref}]"
         if self.start_line == self.end_line:
@@ -262,6 +274,18 @@ def check_citation(citation: Citation, sections: Iterable[Section]) -> str | Non
     return f"{citation} cites lines outside the section (lines {ranges})"
 
 
+def _with_pages(citation: Citation, sections: Sequence[Section]) -> Citation:
+    """``citation`` with the pages of what it cites, where that is a section of a PDF."""
+    for s in sections:
+        if s.ref == citation.ref and s.pages is not None:
+            if citation.start_line is None or citation.end_line is None:
+                return dataclasses.replace(citation, pages=s.pages)
+            if s.start_line <= citation.start_line and citation.end_line <= s.end_line:
+                return dataclasses.replace(
+                    citation, pages=s.pages_of(citation.start_line, citation.end_line))
+    return citation
+
+
 # --------------------------------------------------------------------------- answer
 
 _NOT_IN_SECTIONS_RE = re.compile(
@@ -344,7 +368,7 @@ def synthesize(question: str, sections: Sequence[Section], llm: LLM) -> Answer:
         )
     system, prompt = build_prompt(question, sections)
     reply = llm.generate(prompt, system=system)
-    citations = tuple(parse_citations(reply.text))
+    citations = tuple(_with_pages(c, sections) for c in parse_citations(reply.text))
     invalid: list[Citation] = []
     warnings: list[str] = []
     for citation in citations:

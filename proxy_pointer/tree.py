@@ -44,6 +44,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .convert.base import page_span
 from .errors import ConfigError, DocumentError, IndexCorruptError
 from .headings import Heading, find_headings
 
@@ -252,14 +253,18 @@ class Tree:
     __hash__ = None  # type: ignore[assignment]
 
     # --- export -------------------------------------------------------------------------
-    def to_pageindex(self, doc_name: str | None = None) -> dict[str, Any]:
+    def to_pageindex(self, doc_name: str | None = None,
+                     pages: tuple[int, ...] = ()) -> dict[str, Any]:
         """The tree in the shape of PageIndex's ``md_to_tree`` (summaries and text off).
 
         Returns ``{"doc_name", "line_count", "structure"}`` where each structure node is
         ``{"title": raw title, "node_id", "line_num": 1-based heading line, "nodes": [...]}``
         (``nodes`` only when there are children); the preamble is left out, as PageIndex has
         no such node. ``doc_name`` defaults to the doc id's file name without extension and
-        ``line_count`` counts lines as PageIndex does (line endings + 1).
+        ``line_count`` counts lines as PageIndex does (line endings + 1). With ``pages``
+        (a converted PDF's page map, ``Converted.page_starts``) each node also has PageIndex's
+        PDF fields ``start_index`` and ``end_index``: the first and last 1-based page of its
+        section with subsections.
         """
         if doc_name is None:
             doc_name = posixpath.splitext(posixpath.basename(self.doc_id.replace("\\", "/")))[0]
@@ -270,6 +275,9 @@ class Tree:
                 continue
             item: dict[str, Any] = {"title": n.raw_title, "node_id": n.node_id,
                                     "line_num": n.start + 1}
+            span = page_span(pages, n.start + 1, n.end)
+            if span is not None:
+                item["start_index"], item["end_index"] = span
             built[n.node_id] = item
             if n.parent_id is None:
                 structure.append(item)
@@ -378,8 +386,9 @@ def _node_from_dict(d: Mapping[str, Any], n_lines: int) -> Node:
 
 # --- human-readable view -------------------------------------------------------------------
 def format_tree(tree: Tree, noise: Mapping[str, str] | None = None, *,
-                marks: Mapping[str, str] | None = None) -> str:
-    """The tree as indented text for people, one node a line, with 1-based inclusive lines.
+                marks: Mapping[str, str] | None = None, pages: tuple[int, ...] = ()) -> str:
+    """The tree as indented text for people, one node a line, with 1-based inclusive lines
+    (and the pages of its own text, given a converted PDF's page map ``pages``).
 
     Each line shows the node id, its title and its own line range; a node with children also
     shows its subtree range. ``noise`` maps node ids to a label (``"contents"``) shown as
@@ -401,6 +410,9 @@ def format_tree(tree: Tree, noise: Mapping[str, str] | None = None, *,
         line = f"{'  ' * (d + 1)}{n.node_id}  {title}  lines {a}-{b}"
         if n.end > n.own_end:
             line += f" (subtree {n.start + 1}-{n.end})"
+        span = page_span(pages, a, max(a, b))
+        if span is not None:
+            line += f"  p. {span[0]}" + (f"-{span[1]}" if span[1] != span[0] else "")
         if n.recovered:
             line += "  [recovered]"
         if n.node_id in marks:

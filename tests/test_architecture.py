@@ -37,8 +37,10 @@ PUBLIC = {
 #: inside a function.
 LAYERS = [
     # protocols and leaves: no dependency on anything but errors
-    {"errors", "defaults", "tokens", "_retry", "bundled", "llm.base", "embeddings.base"},
-    {"documents", "tree", "headings", "refs"},
+    {"errors", "defaults", "tokens", "_retry", "bundled", "llm.base", "embeddings.base",
+     "convert.base", "convert.numbering"},
+    {"convert.pdf", "convert.html", "convert.docx", "convert",
+     "documents", "tree", "headings", "refs"},
     {"noise", "blocks", "chunking", "segmentation", "summaries"},
     {"lexical", "vectors", "_gemini",
      "embeddings.hashing", "embeddings.onnx", "embeddings.sentence_transformers",

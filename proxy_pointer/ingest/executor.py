@@ -27,7 +27,7 @@ import numpy as np
 from ..chunking import ChunkConfig
 from ..embeddings import Embedder
 from ..errors import ConfigError
-from .parsing import ParsedDocument, ReadDocument
+from .parsing import FailedDocument, ParsedDocument, ReadDocument
 
 if TYPE_CHECKING:
     from ..llm.base import LLM
@@ -56,7 +56,7 @@ class Batch:
     embedding to the pipeline); the seconds it spent embedding, and those the ingesting
     process spent waiting for this result."""
 
-    parsed: list[ParsedDocument]
+    parsed: list[ParsedDocument | FailedDocument]
     texts: list[str]
     vectors: np.ndarray
     embed_seconds: float = 0.0
@@ -155,7 +155,7 @@ class _Queued:
     """A submitted batch: its documents and, with a pool, their parses under way."""
 
     docs: tuple[ReadDocument, ...]
-    futures: tuple[Future[ParsedDocument], ...] | None
+    futures: tuple[Future[ParsedDocument | FailedDocument], ...] | None
 
 
 class LocalExecutor:
@@ -204,6 +204,7 @@ class LocalExecutor:
         if not isinstance(handle, _Queued):
             raise TypeError(f"not a handle of this executor: {handle!r}")
         waited = 0.0
+        parsed: list[ParsedDocument | FailedDocument]
         if handle.futures is None:
             parsed = [d.parse(job.config, job.recover_headings, index_llm=job.index_llm,
                               tokenizer=job.embedder.tokenizer) for d in handle.docs]

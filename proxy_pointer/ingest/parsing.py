@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from hashlib import sha256
 from typing import TYPE_CHECKING
 
 from ..chunking import Chunk, ChunkConfig, chunk_text, chunk_tree, skip_reasons
+from ..convert import convert_bytes, converter_for, converter_id
 from ..documents import document_kind
-from ..errors import ConfigError
+from ..errors import ConfigError, DocumentError
 from ..noise import classify_noise
 from ..segmentation import segmented_tree
 from ..stores import DocumentRecord
@@ -27,8 +28,8 @@ from ..tree import build_tree, split_lines
 if TYPE_CHECKING:
     from ..llm.base import LLM
 
-__all__ = ["ParsedDocument", "ReadDocument", "Source", "duplicate_pairs", "parse_document",
-           "text_digest"]
+__all__ = ["FailedDocument", "ParsedDocument", "ReadDocument", "Source", "bytes_digest",
+           "duplicate_pairs", "parse_document", "text_digest"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class Source:
     source_path: str
     kind: str | None = None
     text: str | None = None
+    # A stored converted document re-chunked from its stored Markdown keeps its page map.
+    pages: tuple[int, ...] = ()
+    converter: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,26 +59,60 @@ class ParsedDocument:
     chunk_seconds: float
     tree_json: str = ""  # the skeleton tree without its text, saved so queries never parse
     sections_skipped: int = 0  # sections with own text that got no chunk (noise, or short)
+    # A converted file (PDF, HTML, Word): its Markdown, the stored copy; None for text files.
+    text: str | None = None
+    warnings: tuple[str, ...] = ()  # the converter's, each naming the file
+    convert_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class FailedDocument:
+    """A file its converter could not read (corrupt, encrypted, scanned): ``problem`` is
+    ``"path: what is wrong"``. The document is skipped; whatever was indexed stays."""
+
+    doc_id: str
+    problem: str
 
 
 @dataclass(frozen=True)
 class ReadDocument:
     """A changed document, read and hashed: what an executor parses. Picklable, so that it
-    travels to worker processes and Ray actors. ``digest``: :func:`text_digest` of ``text``."""
+    travels to worker processes and Ray actors. ``digest``: :func:`text_digest` of ``text``,
+    or for a converted format :func:`bytes_digest` of ``data``, the file's bytes, which the
+    executor converts (so conversion runs in parallel, where parsing does)."""
 
     doc_id: str
     source_path: str
     kind: str | None
     text: str
     digest: str
+    data: bytes | None = None
+    pages: tuple[int, ...] = ()  # a stored converted document's page map (see Source)
+    converter: str = ""
 
     def parse(self, config: ChunkConfig, recover_headings: bool, *,
               index_llm: LLM | None = None, tokenizer: TokenCounter | None = None
-              ) -> ParsedDocument:
-        """:func:`parse_document` of this document."""
-        return parse_document(self.text, self.doc_id, self.source_path, self.kind, config,
-                              recover_headings, digest=self.digest, index_llm=index_llm,
-                              tokenizer=tokenizer)
+              ) -> ParsedDocument | FailedDocument:
+        """:func:`parse_document` of this document, converted first if it is a PDF, HTML or
+        Word file; a file that cannot be converted is a :class:`FailedDocument`."""
+        if self.data is None:
+            return parse_document(self.text, self.doc_id, self.source_path, self.kind, config,
+                                  recover_headings, digest=self.digest, index_llm=index_llm,
+                                  tokenizer=tokenizer, pages=self.pages,
+                                  converter=self.converter)
+        t = time.perf_counter()
+        try:
+            converted = convert_bytes(self.data, self.source_path)
+        except DocumentError as e:
+            return FailedDocument(self.doc_id, str(e))
+        seconds = time.perf_counter() - t
+        parsed = parse_document(converted.markdown, self.doc_id, self.source_path, "markdown",
+                                config, recover_headings, digest=self.digest,
+                                index_llm=index_llm, tokenizer=tokenizer,
+                                pages=converted.page_starts,
+                                converter=_converter_of(self.source_path))
+        return replace(parsed, text=converted.markdown, warnings=converted.warnings,
+                       convert_seconds=seconds)
 
 
 def text_digest(text: str) -> str:
@@ -82,17 +120,26 @@ def text_digest(text: str) -> str:
     return sha256(text.encode("utf-8")).hexdigest()
 
 
+def bytes_digest(data: bytes, name: str) -> str:
+    """The SHA-256 (hex) of a converted file's bytes and its converter's id: a new converter
+    version converts every such file again, as a changed file is."""
+    conv = converter_for(name)
+    ident = converter_id(conv) if conv is not None else ""
+    return sha256(ident.encode("utf-8") + b"\0" + data).hexdigest()
+
+
 def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
                    config: ChunkConfig, recover_headings: bool, *, digest: str | None = None,
-                   index_llm: LLM | None = None, tokenizer: TokenCounter | None = None
-                   ) -> ParsedDocument:
+                   index_llm: LLM | None = None, tokenizer: TokenCounter | None = None,
+                   pages: tuple[int, ...] = (), converter: str = "") -> ParsedDocument:
     """Tree, chunks and per-line token counts of one document.
 
     Module-level with picklable arguments so that a worker process can run it. ``digest``
     is the SHA-256 of ``text`` when the caller has it already; ``tokenizer`` sizes chunks
     (the embedder's; default MiniLM word pieces). Raises
     :class:`~proxy_pointer.errors.ConfigError` when ``config.noise.use_llm`` is set without
-    ``index_llm``; never raises on document content.
+    ``index_llm``; never raises on document content. ``pages`` and ``converter``: the
+    page map and converter id of Markdown converted from a PDF (kept on the record).
     """
     kind = kind or document_kind(source_path)
     t = time.perf_counter()
@@ -133,10 +180,16 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
         doc_id=doc_id, source_path=source_path, size=len(text.encode("utf-8")),
         sha256=digest or text_digest(text), kind=kind, title=tree.title if tree else doc_id,
         n_chunks=len(chunks), line_tokens=line_tokens,
+        pages=pages, converter=converter,
     )
     tree_json = tree.to_json(include_text=False) if tree is not None else ""
     return ParsedDocument(record, tuple(chunks), (tt - t) + (time.perf_counter() - tc),
                           tc - tt, tree_json, skipped)
+
+
+def _converter_of(name: str) -> str:
+    conv = converter_for(name)
+    return converter_id(conv) if conv is not None else ""
 
 
 def duplicate_pairs(shas: Mapping[str, str], changed: Sequence[str]) -> tuple[tuple[str, str], ...]:

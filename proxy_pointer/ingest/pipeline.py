@@ -35,12 +35,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..chunking import ChunkConfig
+from ..convert import converter_for
 from ..documents import read_document
 from ..embeddings import Embedder
 from ..errors import ConfigError, DocumentError
 from ..stores import DocumentParts
 from .executor import EMBED_STEP, Batch, Executor, Job, LocalExecutor, embed_checked
-from .parsing import ReadDocument, Source, text_digest
+from .parsing import FailedDocument, ReadDocument, Source, bytes_digest, text_digest
 
 if TYPE_CHECKING:
     from ..llm.base import LLM
@@ -80,17 +81,20 @@ class IngestProgress:
 class IngestResult:
     """What :func:`ingest` staged and found: nothing in it has touched an index yet.
 
-    ``skipped`` holds ``"path: problem"`` for unreadable files, in the order given;
-    ``embedded`` counts distinct texts sent to the embedder.
+    ``skipped`` holds ``"path: problem"`` for unreadable files (and files their converter
+    could not read: corrupt, encrypted, scanned), in the order given; ``warnings`` what
+    converters reported about files they did convert; ``embedded`` counts distinct texts
+    sent to the embedder.
     """
 
     staged: dict[str, DocumentParts] = field(default_factory=dict)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     embedded: int = 0
     sections_skipped: int = 0
     timings: dict[str, float] = field(default_factory=lambda: {
-        "tree": 0.0, "chunking": 0.0, "embedding": 0.0, "waiting": 0.0})
+        "convert": 0.0, "tree": 0.0, "chunking": 0.0, "embedding": 0.0, "waiting": 0.0})
 
 
 @dataclass(frozen=True)
@@ -101,8 +105,9 @@ class UpdateReport:
     another indexed one with that document (retrieval hands identical sections over once,
     naming the copies in ``Section.also_in``).
 
-    ``timings``: seconds spent on ``tree`` (and line token counts) and ``chunking`` (summed
-    over worker processes when parsing ran in a pool, so they can exceed the wall time),
+    ``timings``: seconds spent on ``convert`` (PDF, HTML, Word to Markdown), ``tree`` (and
+    line token counts) and ``chunking`` (these three summed over worker processes when
+    parsing ran in a pool, so they can exceed the wall time),
     ``embedding``, ``waiting`` (the embedder idle, waiting for parsed batches), ``index``
     (assembling the new contents) and, for :func:`update_directory`, ``write``.
     """
@@ -113,6 +118,7 @@ class UpdateReport:
     removed: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()  # "path: problem" for files that could not be read
     sections_skipped: int = 0  # sections of the parsed documents left unchunked (noise, short)
+    warnings: tuple[str, ...] = ()  # "path: ..." from converters ("pages 3, 9 have no text")
     duplicates: tuple[tuple[str, str], ...] = ()  # (doc_id, identical earlier doc_id)
     chunks: int = 0
     embedded: int = 0
@@ -127,6 +133,8 @@ class UpdateReport:
             f"{len(self.skipped)} skipped; {self.chunks} chunks "
             f"({self.embedded} embedded) in {self.seconds:.1f}s"
             + (f"; {len(self.duplicates)} duplicate documents" if self.duplicates else "")
+            + (f"; {len(self.warnings)} warning{'s' * (len(self.warnings) != 1)}"
+               if self.warnings else "")
             + (f"; {self.sections_skipped} section{'s' * (self.sections_skipped != 1)} "
                "skipped as noise or short (see 'proxy-pointer tree FILE --noise')"
                if self.sections_skipped else "")
@@ -254,6 +262,18 @@ class _Run:
         """Read a batch; set aside unchanged and unreadable files, return the rest."""
         out: list[ReadDocument] = []
         for src, _ in batch:
+            if src.text is None and converter_for(src.source_path) is not None:
+                # PDF, HTML, Word: hashed as bytes here, converted where it is parsed.
+                data = self._read_bytes(src.source_path)
+                if data is None:
+                    continue
+                digest = bytes_digest(data, src.source_path)
+                if self.stored_sha256.get(src.doc_id) == digest:
+                    self.result.unchanged.append(src.doc_id)
+                    continue
+                out.append(ReadDocument(src.doc_id, src.source_path, "markdown", "", digest,
+                                        data=data))
+                continue
             text = src.text if src.text is not None else self._read_file(src.source_path)
             if text is None:
                 continue
@@ -261,7 +281,8 @@ class _Run:
             if self.stored_sha256.get(src.doc_id) == digest:
                 self.result.unchanged.append(src.doc_id)
                 continue
-            out.append(ReadDocument(src.doc_id, src.source_path, src.kind, text, digest))
+            out.append(ReadDocument(src.doc_id, src.source_path, src.kind, text, digest,
+                                    pages=src.pages, converter=src.converter))
         return out
 
     def stored(self, docs: list[ReadDocument]) -> list[tuple[str, np.ndarray]]:
@@ -269,6 +290,16 @@ class _Run:
         if self.stored_vectors is None:
             return []
         return [pair for d in docs for pair in self.stored_vectors(d.doc_id)]
+
+    def _read_bytes(self, path: str) -> bytes | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except IsADirectoryError:
+            self.result.skipped.append(f"{path}: is a directory, not a document")
+        except OSError as e:
+            self.result.skipped.append(f"{path}: {e.strerror or e}")
+        return None
 
     def _read_file(self, path: str) -> str | None:
         try:
@@ -289,11 +320,18 @@ class _Run:
         timings["embedding"] += batch.embed_seconds
         for embed_text, vec in stored:
             self.known.setdefault(embed_text, vec)
-        for p in batch.parsed:
+        pairs = []
+        for doc, p in zip(docs, batch.parsed, strict=True):
+            if isinstance(p, FailedDocument):
+                self.result.skipped.append(p.problem)
+                continue
+            pairs.append((doc, p))
+            timings["convert"] += p.convert_seconds
             timings["tree"] += p.tree_seconds
             timings["chunking"] += p.chunk_seconds
             self.result.sections_skipped += p.sections_skipped
-        todo = sorted({c.embed_text for p in batch.parsed for c in p.chunks
+            self.result.warnings.extend(p.warnings)
+        todo = sorted({c.embed_text for _, p in pairs for c in p.chunks
                        if c.embed_text not in self.known and c.embed_text not in self.fresh})
         t = time.perf_counter()
         given = dict(zip(batch.texts, batch.vectors, strict=True))
@@ -308,10 +346,11 @@ class _Run:
             self.report(self.bytes_done + batch_size * done // (len(here) + 1))
         timings["embedding"] += time.perf_counter() - t
         d = self.embedder.dimension
-        for doc, p in zip(docs, batch.parsed, strict=True):
+        for doc, p in pairs:
             vecs = (np.stack([self._vector(c.embed_text) for c in p.chunks]) if p.chunks
                     else np.zeros((0, d), np.float32))
-            self.result.staged[p.record.doc_id] = DocumentParts(p.record, doc.text, p.chunks,
+            text = doc.text if p.text is None else p.text
+            self.result.staged[p.record.doc_id] = DocumentParts(p.record, text, p.chunks,
                                                                 vecs, p.tree_json)
             # Later batches find this run's vectors in the staged array, so the embedder's
             # output arrays can be freed (one copy of each vector is kept, not two).

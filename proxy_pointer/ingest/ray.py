@@ -34,7 +34,7 @@ from ..chunking import ChunkConfig
 from ..embeddings import CachedEmbedder, Embedder, embedder_from_id
 from ..errors import ConfigError, ProxyPointerError
 from .executor import EMBED_STEP, Batch, Job, check_workers, embed_checked, usable_cpus
-from .parsing import ReadDocument
+from .parsing import ParsedDocument, ReadDocument
 
 __all__ = ["RAY_HINT", "RayExecutor", "start_ray"]
 
@@ -111,7 +111,8 @@ class _Worker:
     def run(self, docs: list[ReadDocument], skip: frozenset[str]) -> Batch:
         parsed = [d.parse(self.config, self.recover_headings, tokenizer=self.embedder.tokenizer)
                   for d in docs]
-        todo = sorted({c.embed_text for p in parsed for c in p.chunks} - skip)
+        todo = sorted({c.embed_text for p in parsed if isinstance(p, ParsedDocument)
+                       for c in p.chunks} - skip)
         t = time.perf_counter()
         parts = [embed_checked(self.embedder, todo[i:i + EMBED_STEP])
                  for i in range(0, len(todo), EMBED_STEP)]

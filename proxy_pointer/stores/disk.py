@@ -115,7 +115,7 @@ def _write_meta(path: Path, docs: Sequence[DocumentParts]) -> None:
         con.execute(
             "CREATE TABLE documents (doc_id TEXT PRIMARY KEY, source_path TEXT, size INTEGER,"
             " sha256 TEXT, kind TEXT, title TEXT, n_chunks INTEGER, line_tokens BLOB,"
-            " row_lo INTEGER, row_hi INTEGER, tree TEXT)")
+            " row_lo INTEGER, row_hi INTEGER, tree TEXT, pages BLOB, converter TEXT)")
         con.execute(
             f"CREATE TABLE chunks (row INTEGER PRIMARY KEY, {_CHUNK_COLS}, crumbs TEXT,"
             " norm TEXT, embed_text TEXT)")
@@ -123,10 +123,10 @@ def _write_meta(path: Path, docs: Sequence[DocumentParts]) -> None:
         for d in docs:
             r = d.record
             con.execute(
-                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (r.doc_id, r.source_path, r.size, r.sha256, r.kind, r.title, r.n_chunks,
                  np.asarray(r.line_tokens, "<i4").tobytes(), row, row + len(d.chunks),
-                 d.tree_json))
+                 d.tree_json, np.asarray(r.pages, "<i4").tobytes(), r.converter))
             rows = []
             for c in d.chunks:
                 crumbs = chunk_crumbs(c, r.title)
@@ -185,6 +185,7 @@ class DiskSegment:
         self._docs: dict[str, tuple[str, int, int]] | None = None
         self._records: OrderedDict[str, DocumentRecord] = OrderedDict()
         self._texts: OrderedDict[str, str] = OrderedDict()
+        self._paged: bool | None = None
 
     @property
     def approximate(self) -> str | None:
@@ -232,6 +233,13 @@ class DiskSegment:
     def n_rows(self) -> int:
         return self._rows
 
+    def _has_pages(self) -> bool:
+        """Whether the documents table has the ``pages`` and ``converter`` columns."""
+        if self._paged is None:
+            cols = {r[1] for r in self._query("PRAGMA table_info(documents)")}
+            self._paged = "pages" in cols
+        return self._paged
+
     def _doc_table(self) -> dict[str, tuple[str, int, int]]:
         if self._docs is None:
             self._docs = {d: (h, lo, hi) for d, h, lo, hi in
@@ -244,14 +252,20 @@ class DiskSegment:
     def record(self, doc_id: str) -> DocumentRecord:
         rec = self._records.get(doc_id)
         if rec is None:
+            # Segments written before converted formats have no pages or converter column.
+            paged = self._has_pages()
             rows = self._query("SELECT doc_id, source_path, size, sha256, kind, title, n_chunks,"
-                               " line_tokens FROM documents WHERE doc_id = ?", (doc_id,))
+                               " line_tokens" + (", pages, converter" if paged else "")
+                               + " FROM documents WHERE doc_id = ?", (doc_id,))
             if not rows:
                 raise KeyError(doc_id)
-            d, path, size, sha, kind, title, n, lt = rows[0]
+            d, path, size, sha, kind, title, n, lt, *more = rows[0]
+            pages, conv = more if more else (None, None)
             rec = DocumentRecord(doc_id=d, source_path=path, size=size, sha256=sha, kind=kind,
                                  title=title, n_chunks=n,
-                                 line_tokens=tuple(np.frombuffer(lt, "<i4").tolist()))
+                                 line_tokens=tuple(np.frombuffer(lt, "<i4").tolist()),
+                                 pages=tuple(np.frombuffer(pages, "<i4").tolist())
+                                 if pages else (), converter=conv or "")
             with self._cache_lock:
                 remember(self._records, doc_id, rec, 256)
         return rec

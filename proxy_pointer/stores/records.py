@@ -20,7 +20,9 @@ class DocumentRecord:
     """What the index keeps about one source document.
 
     ``doc_id`` is the path relative to the indexed root (POSIX separators), so an index
-    built on one machine means the same on another. ``sha256`` is over the UTF-8 text.
+    built on one machine means the same on another. ``sha256`` is over the UTF-8 text, or
+    for a converted file (PDF, HTML, Word) over its bytes and the converter's id, so either
+    change converts it again.
     """
 
     doc_id: str
@@ -33,11 +35,16 @@ class DocumentRecord:
     # Word pieces of each line of the stored copy (tokens.py), so that a section's size is a
     # sum at query time rather than a tokenizer pass; () for indexes saved without them.
     line_tokens: tuple[int, ...] = ()
+    # For a converted paged file (PDF): the 1-based line of the stored Markdown on which each
+    # page starts (convert.base.Converted.page_starts); () for formats without pages.
+    pages: tuple[int, ...] = ()
+    converter: str = ""  # "pdf/1": the converter (and version) the stored copy came from
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (one line of ``documents.jsonl``)."""
         d = dataclasses.asdict(self)
         d["line_tokens"] = list(self.line_tokens)
+        d["pages"] = list(self.pages)
         return d
 
     @classmethod
@@ -47,8 +54,9 @@ class DocumentRecord:
             if not isinstance(row, dict):
                 raise TypeError(f"expected an object, got {type(row).__name__}")
             row = dict(row)
-            if isinstance(row.get("line_tokens"), list):
-                row["line_tokens"] = tuple(row["line_tokens"])
+            for key in ("line_tokens", "pages"):
+                if isinstance(row.get(key), list):
+                    row[key] = tuple(row[key])
             return cls(**row)
         except TypeError as e:
             raise IndexCorruptError(f"{source}: bad record ({e})") from None

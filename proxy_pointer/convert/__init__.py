@@ -1,0 +1,79 @@
+"""Converters from the formats users hold (PDF, HTML, Word) to Markdown, one module each.
+
+:func:`converter_for` picks the converter of a file name; :func:`convert_file` reads and
+converts a file. Each backend module is imported only when a file of its format is met.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+from ..errors import DocumentError
+from .base import ConversionError, Converted, Converter, page_of, page_span
+
+__all__ = [
+    "CONVERTERS",
+    "ConversionError",
+    "Converted",
+    "Converter",
+    "convert_bytes",
+    "convert_file",
+    "converter_for",
+    "converter_id",
+    "page_of",
+    "page_span",
+]
+
+#: File ending -> ``module:Class`` of its converter, the one list of converted formats.
+CONVERTERS: dict[str, str] = {
+    ".pdf": "pdf:PdfConverter",
+    ".html": "html:HtmlConverter",
+    ".htm": "html:HtmlConverter",
+    ".docx": "docx:DocxConverter",
+}
+
+_LOADED: dict[str, Converter] = {}
+
+
+def converter_for(name: str) -> Converter | None:
+    """The converter for a file called ``name`` (by its ending), ``None`` for text formats."""
+    suffix = os.path.splitext(name)[1].lower()
+    spec = CONVERTERS.get(suffix)
+    if spec is None:
+        return None
+    conv = _LOADED.get(spec)
+    if conv is None:
+        module, cls = spec.split(":")
+        conv = getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
+        _LOADED[spec] = conv
+    return conv
+
+
+def converter_id(conv: Converter) -> str:
+    """``name/version``: stored with a converted document; a change converts it again."""
+    return f"{conv.name}/{conv.version}"
+
+
+def convert_bytes(data: bytes, name: str) -> Converted:
+    """Convert ``data``, the bytes of a file called ``name``; :class:`ConversionError`."""
+    conv = converter_for(name)
+    if conv is None:
+        raise ConversionError(name, "is not a format proxy-pointer converts "
+                              f"(converted: {', '.join(sorted(CONVERTERS))})")
+    return conv.convert(data, name)
+
+
+def convert_file(path: str | os.PathLike[str]) -> Converted:
+    """Read and convert the file at ``path``; :class:`DocumentError` naming it."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise DocumentError(name, "no such file") from None
+    except IsADirectoryError:
+        raise DocumentError(name, "is a directory, not a document") from None
+    except OSError as exc:
+        raise DocumentError(name, f"cannot be read: {exc.strerror or exc}") from None
+    return convert_bytes(data, name)

@@ -1,0 +1,74 @@
+"""Heading levels from numbering: ``PART II``, ``Item 7A.``, ``Note 12``, ``3.2.1 Results``.
+
+Converted formats rarely say how deep a heading is: a PDF has font sizes, an EDGAR HTML
+filing bold spans, and both number their headings. :func:`numbering_rank` reads the rank a
+numbering pattern implies (a part is above an item, an item above a note, ``3`` above
+``3.2``); :func:`levels` turns the ranks one document uses into Markdown levels 1-6, so a
+report with parts, items and notes gets ``#``/``##``/``###`` and a paper numbered ``1``,
+``1.1`` gets ``#``/``##``. Rules are about numbering in general, not one kind of filing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+__all__ = ["NUMBERED_HEADING", "levels", "numbering_rank", "used_ranks"]
+
+_ROMAN = r"(?:[IVXLC]+)"
+_NUM = rf"(?:\d+[A-Z]?|{_ROMAN})"
+# (rank, pattern): lower ranks sit higher in the tree. Each pattern reads a heading's start.
+_RULES: tuple[tuple[int, re.Pattern[str]], ...] = (
+    (10, re.compile(rf"^(?:PART|Part|BOOK|Book|VOLUME|Volume)\s+{_NUM}\b")),
+    (20, re.compile(rf"^(?:CHAPTER|Chapter|TITLE|ARTICLE|Article)\s+{_NUM}\b")),
+    (30, re.compile(rf"^(?:ITEM|Item|SECTION|Section)\s+{_NUM}\b")),
+    (30, re.compile(r"^(?:APPENDIX|Appendix|ANNEX|Annex|SCHEDULE|Schedule|EXHIBIT|Exhibit)"
+                    r"(?:\s+[A-Z0-9]+\b|\s*$)")),
+    (40, re.compile(rf"^(?:NOTE|Note)\s+{_NUM}\b")),
+)
+# "3 Results", "3. Results", "3.2 Data", "A.1 Proofs": depth = number of parts.
+_DECIMAL = re.compile(r"^(?P<num>(?:\d{1,2}|[A-Z])(?:\.\d{1,2}){0,4})\.?\s+(?=[A-Za-z(\"'])")
+#: Any heading :func:`numbering_rank` recognises.
+NUMBERED_HEADING = re.compile("|".join(p.pattern for _, p in _RULES)
+                              + "|" + _DECIMAL.pattern)
+
+
+def numbering_rank(text: str) -> int | None:
+    """The rank a heading's numbering implies (lower = higher in the tree), or ``None``.
+
+    >>> numbering_rank("PART II"), numbering_rank("Item 7A. Risk"), numbering_rank("Note 3")
+    (10, 30, 40)
+    >>> numbering_rank("3.2 Data"), numbering_rank("3 Results"), numbering_rank("Revenue")
+    (52, 51, None)
+    """
+    s = text.strip().lstrip("#").strip()
+    for rank, pattern in _RULES:
+        if pattern.match(s):
+            return rank
+    m = _DECIMAL.match(s)
+    if m is None:
+        return None
+    num = m["num"]
+    if len(num) == 1 and num.isalpha() and num not in "ABCDEFGH":
+        return None  # "I think", "Y axis": a lone capital is a list marker at most
+    return 50 + num.count(".") + 1
+
+
+def levels(ranks: Sequence[int | float | None], *, top: int = 1) -> list[int | None]:
+    """Markdown levels (``top``..6) for headings of the given ranks, in document order.
+
+    The distinct ranks used are sorted and numbered from ``top``: only ranks that occur take
+    a level, so a document numbered only ``1``, ``1.1`` starts at ``#``. ``None`` stays
+    ``None``. Ranks past level 6 share level 6.
+
+    >>> levels([10, 30, 40, 40, 30, None])
+    [1, 2, 3, 3, 2, None]
+    """
+    used = sorted({r for r in ranks if r is not None})
+    level = {r: min(6, top + i) for i, r in enumerate(used)}
+    return [None if r is None else level[r] for r in ranks]
+
+
+def used_ranks(ranks: Iterable[int | float | None]) -> list[int | float]:
+    """The distinct ranks in ``ranks``, sorted (for reports and tests)."""
+    return sorted({r for r in ranks if r is not None})
