@@ -3,7 +3,8 @@
 Needs ``langchain-core`` (``pip install 'proxy-pointer[langchain]'``). Each document's
 ``page_content`` is a whole section (or its trimmed window); its ``metadata`` carries the
 pointers: ``doc_id``, ``node_id``, ``title``, ``path``, ``start_line``, ``end_line``
-(1-based, inclusive), ``score``, ``tokens``, ``trimmed`` and ``ref``.
+(1-based, inclusive), ``pages`` (first and last page of a converted PDF's section, else
+None), ``score``, ``tokens``, ``trimmed`` and ``ref``.
 
 >>> retriever = ProxyPointerRetriever(index_dir=".proxy-pointer-index", k=3)  # doctest: +SKIP
 >>> retriever.invoke("What is the baseline?")                              # doctest: +SKIP

@@ -4,7 +4,8 @@ Needs ``llama-index-core`` (``pip install 'proxy-pointer[llama-index]'``). Each 
 ``NodeWithScore`` whose ``TextNode`` holds a whole section (or its trimmed window) and
 whose ``metadata`` carries the pointers: ``doc_id``, ``node_id``, ``ref``, ``title``,
 ``path`` (the breadcrumb as a list), ``breadcrumb`` (joined with `` > ``), ``start_line``
-and ``end_line`` (1-based, inclusive), ``tokens``, ``trimmed`` and ``score``. The node's id
+and ``end_line`` (1-based, inclusive), ``pages`` (first and last page of a converted PDF's
+section, else None), ``tokens``, ``trimmed`` and ``score``. The node's id
 is its ``ref``, so a section retrieved twice is the same node, and its source document is
 ``doc_id`` (``node.ref_doc_id``). An LLM reading the node sees only ``ref`` and
 ``breadcrumb`` above the text (what it needs to cite); no metadata is embedded.

@@ -339,3 +339,22 @@ def test_approximate_vector_index_kinds_in_milvus(kind: str, tmp_path: Path,
         got = [a[0] for a in _answers(back, hybrid=False)]
         want = [a[0] for a in _answers(memory_index, hybrid=False)]
         assert all(g and g[0] == w[0] for g, w in zip(got, want, strict=True))
+
+
+def test_converted_pdf_keeps_its_pages_in_milvus(tmp_path: Path) -> None:
+    pytest.importorskip("fpdf")
+    from test_pages import make_pdf
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    make_pdf(docs / "report.pdf")
+    got = {}
+    for kind in ("local", "milvus"):
+        loc = _location(kind, tmp_path)
+        update_directory(loc, [docs], embedder=HashEmbedder(64))
+        idx = Index.load(open_store(loc))
+        rec = idx.documents["report.pdf"]
+        res = idx.retrieve("flood insurance insurer claim", budget=4000, k=8)
+        got[kind] = (rec.pages, rec.converter, [(s.ref, s.pages) for s in res.sections],
+                     idx.section("report.pdf#p4").text)
+    assert got["milvus"] == got["local"] and len(got["local"][0]) == 5

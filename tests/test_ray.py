@@ -108,6 +108,24 @@ def test_unreadable_file_is_skipped_alike(tmp_path: Path) -> None:
     assert reports["ray"].added == reports["local"].added
 
 
+def test_pdfs_convert_on_ray_actors_alike(tmp_path: Path) -> None:
+    pytest.importorskip("fpdf")
+    from test_pages import make_pdf
+
+    docs = tmp_path / "docs"
+    shutil.copytree(SAMPLE, docs)
+    make_pdf(docs / "report.pdf")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.7\n%truncated")
+    built = {}
+    for executor in ("local", "ray"):
+        idx = Index(embedder=HashEmbedder(64))
+        built[executor] = idx, idx.update([docs], executor=make_executor(executor))
+    (local, rep_local), (on_ray, rep_ray) = built["local"], built["ray"]
+    assert rep_ray.skipped == rep_local.skipped and "broken.pdf" in rep_ray.skipped[0]
+    assert len(on_ray.documents["report.pdf"].pages) == 5
+    assert_same(local, on_ray)
+
+
 def test_embedder_not_rebuildable_by_id_is_pickled_or_refused() -> None:
     custom = HashEmbedder(32)
     custom.model_id = "my-own-hash"  # no factory spec: shipped pickled

@@ -296,6 +296,25 @@ def test_paths_under_the_documents_folder_update_and_prune(site: Path) -> None:
         "papers/lighthouse.md"]
 
 
+def test_pdfs_under_the_documents_folder_index_with_pages(site: Path) -> None:
+    pytest.importorskip("fpdf")
+    from test_pages import make_pdf
+
+    make_pdf(site / "docs" / "report.pdf")
+    (site / "docs" / "broken.pdf").write_bytes(b"%PDF-1.7\n%cut short")
+    c = _client(site / "idx", token=TOKEN, docs_root=site / "docs")
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    r = c.post("/index", headers=auth, json={"paths": ["report.pdf", "broken.pdf"]})
+    assert r.status_code == 200, r.text
+    assert r.json()["added"] == ["report.pdf"]
+    assert len(r.json()["skipped"]) == 1 and "broken.pdf" in r.json()["skipped"][0]
+    page = c.get("/sections", params={"ref": "report.pdf#p3"}).json()
+    assert page["pages"] == [3, 3] and "Floods at the northern plant" in page["text"]
+    hit = c.post("/query", json={"question": "flood insurance insurer", "k": 8,
+                                 "doc_ids": ["report.pdf"]}).json()["contexts"]
+    assert hit and all(h["pages"] for h in hit)
+
+
 def test_paths_outside_the_documents_folder_are_refused(site: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside.md"
     outside.write_text(NEW_DOC)
