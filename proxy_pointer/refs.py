@@ -245,8 +245,8 @@ def _page_lines(doc_id: str, ref: Ref, pages: tuple[int, ...], n: int) -> tuple[
                             f"{'s' * (len(pages) != 1)}, so no page {b}")
     first, last = pages[a - 1], (pages[b] - 1 if b < len(pages) else n)
     if last < first:
-        raise NotFoundError(f"{ref}: page{'s' * (a != b)} {ref.fragment[1:]} of {doc_id} "
-                            "hold no text")
+        raise NotFoundError(f"{ref}: " + (f"page {a} of {doc_id} holds" if a == b else
+                            f"pages {a}-{b} of {doc_id} hold") + " no text")
     return first, last
 
 

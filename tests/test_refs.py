@@ -168,8 +168,24 @@ def test_open_a_node_lines_and_pages_in_a_tree() -> None:
         open_ref(tree, Ref("doc.md", lines=(6, 7)))
     with pytest.raises(NotFoundError, match="no section '0009'"):
         open_ref(tree, Ref("doc.md", "0009"))
-    with pytest.raises(NotFoundError, match="no page map"):
+    with pytest.raises(NotFoundError, match="has no pages"):
         open_ref(tree, Ref.parse("doc.md#p1"))
+
+
+def test_open_pages_with_a_page_map() -> None:
+    tree = build_tree("# Title\none\ntwo\n## Part\nthree\nfour\n", "r.pdf")
+    starts = (1, 3, 5, 5)  # page 3 holds no line; page 4 starts at line 5
+    p2 = open_ref(tree, Ref.parse("r.pdf#p2"), starts)
+    assert (p2.start_line, p2.end_line, p2.text, p2.pages) == (3, 4, "two\n## Part\n", (2, 2))
+    p4 = open_ref(tree, Ref.parse("r.pdf#p4"), starts)
+    assert (p4.text, p4.title, p4.pages) == ("three\nfour\n", "Part", (4, 4))
+    assert open_ref(tree, Ref.parse("r.pdf#p1-2"), starts).text.startswith("# Title")
+    assert open_ref(tree, Ref.parse("r.pdf#0001"), starts).pages == (2, 4)
+    assert open_ref(tree, Ref.parse("r.pdf#L5"), starts).to_dict()["pages"] == [4, 4]
+    with pytest.raises(NotFoundError, match="page 3 of r.pdf holds no text"):
+        open_ref(tree, Ref.parse("r.pdf#p3"), starts)
+    with pytest.raises(NotFoundError, match="has 4 pages, so no page 5"):
+        open_ref(tree, Ref.parse("r.pdf#p4-5"), starts)
 
 
 def test_a_node_that_exists_wins_over_the_range_its_id_spells() -> None:
@@ -299,7 +315,7 @@ async def test_unknown_or_malformed_refs_fail_alike_everywhere(
     cases = [
         ("notes/short.md#L1-99", NotFoundError, 404, f"has {n} lines"),
         ("notes/short.md#0007", NotFoundError, 404, "no section '0007'"),
-        ("notes/short.md#p1", NotFoundError, 404, "no page map"),
+        ("notes/short.md#p1", NotFoundError, 404, "has no pages"),
         ("notes/missing.md#L1", NotFoundError, 404, "no document 'notes/missing.md'"),
         ("notes/short.md#L0", ConfigError, 400, "doc_id#node_id"),
         ("no-pointer", ConfigError, 400, "doc_id#node_id"),

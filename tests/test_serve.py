@@ -182,7 +182,7 @@ def test_unknown_document_or_section_is_404(client: TestClient) -> None:
     assert lines.json() == client.get("/sections/papers/1908.05828.md/L1-2").json()
     assert "no line 99999" in _error(client.get(
         "/sections", params={"ref": "papers/1908.05828.md#L1-99999"}), 404)
-    assert "no page map" in _error(client.get("/sections/papers/1908.05828.md/p1"), 404)
+    assert "has no pages" in _error(client.get("/sections/papers/1908.05828.md/p1"), 404)
     assert "L12-30" in _error(client.get("/sections/papers/1908.05828.md/L0"), 400)
 
 
