@@ -62,6 +62,10 @@ _CELL = re.compile(r"^(?:\(?\$?\d[\d,.]*\)?%?|[-–—]+|n/?m|n/?a)$", re.IGNORE
 _CURRENCY = {"$", "€", "£", "%"}
 _HYPHENS = "-\u00ad\ufffe"
 _EDGE = 3  # lines at the top and bottom of a page that may be running headers/footers
+# Sensitivity on the nine FinanceBench filings: benchmarks/results/convert-pdf-sensitivity.md.
+HEADING_SIZE = 1.15  # glyph height over the body's from which a line is "bigger"
+TITLE_SIZE = 1.3  # ... from which the first page's largest line is the document's title
+RUNNING_SHARE = 0.2  # share of text pages (and at least 3) an edge line repeats on to be noise
 
 
 @dataclass(slots=True)
@@ -262,7 +266,7 @@ def _drop_running_lines(pages: list[list[_Line]]) -> None:
     for lines in pages:
         seen.update({_edge_key(ln) for ln in _edges(lines)})
     text_pages = sum(1 for p in pages if p)
-    repeat = max(3, math.ceil(0.2 * text_pages))
+    repeat = max(3, math.ceil(RUNNING_SHARE * text_pages))
     for i, lines in enumerate(pages):
         drop = {id(ln) for ln in _edges(lines)
                 if seen[_edge_key(ln)] >= repeat or _PAGE_NUMBER.match(ln.text)}
@@ -338,7 +342,7 @@ def _candidate(ln: _Line, body: float, body_bold: bool) -> _Style | None:
     """The style of a line that looks like a heading on its own (no context), else None."""
     text = ln.text
     rank = numbering_rank(text)
-    big = ln.size >= body * 1.15 and ln.size >= body + 1
+    big = ln.size >= body * HEADING_SIZE and ln.size >= body + 1
     if not (big or (ln.bold and not body_bold)):
         return None
     words = len(text.split())
@@ -405,7 +409,7 @@ def _layout_headings(pages: list[list[_Line]], toc: set[int]) -> None:
     body, body_bold = _body_style(pages)
     chosen: list[tuple[_Line, _Style]] = []
     title_size = max((ln.size for ln in pages[0]), default=0.0) if pages else 0.0
-    title_size = title_size if title_size >= body * 1.3 else math.inf
+    title_size = title_size if title_size >= body * TITLE_SIZE else math.inf
     for p, lines in enumerate(pages):
         # on a contents page only a heading above the list counts ("Item 7. MD&A", then
         # the MD&A's own contents)
@@ -427,7 +431,7 @@ def _layout_headings(pages: list[list[_Line]], toc: set[int]) -> None:
             if style.rank is None and ((after is not None and _is_table_row(after.text))
                                        or _CONNECTOR_END.search(ln.text)):
                 continue
-            if (style.rank is None and style.size < body * 1.15 and after is not None
+            if (style.rank is None and style.size < body * HEADING_SIZE and after is not None
                     and styles[k + 1] is None and not _is_prose(after)
                     and not _BULLET.match(after.text)):
                 continue
