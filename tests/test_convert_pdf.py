@@ -174,6 +174,23 @@ def test_outline_is_the_tree() -> None:
     assert "Method text." in conv.markdown
 
 
+def test_outline_titles_are_found_behind_section_numbers() -> None:
+    # Bookmarks often leave out the number the page shows ("Naming" for "2.2 Naming").
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    pdf.add_page()
+    for title, shown, level in [("Utilities", "3 Utilities", 0),
+                                ("Invoking the parser", "3.1 Invoking the parser", 1),
+                                ("Invoking the coder", "3.2 Invoking the coder", 1)]:
+        pdf.start_section(title, level=level)
+        pdf.cell(0, 6, shown, new_x="LMARGIN", new_y="NEXT")
+        pdf.cell(0, 6, f"Text about {title.lower()}.", new_x="LMARGIN", new_y="NEXT")
+    conv = PdfConverter().convert(bytes(pdf.output()), "numbered.pdf")
+    assert _headings(conv.markdown) == ["# 3 Utilities", "## 3.1 Invoking the parser",
+                                        "## 3.2 Invoking the coder"]
+    assert "Text about invoking the coder." in conv.markdown.split("3.2 Invoking")[1]
+
+
 def test_image_only_pdf_has_no_text_layer() -> None:
     pdf = FPDF()
     pdf.add_page()

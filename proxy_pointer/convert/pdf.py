@@ -172,7 +172,7 @@ class PdfConverter:
     """PDF to Markdown (pypdfium2, layout-based headings); see the module docstring."""
 
     name = "pdf"
-    version = "1"
+    version = "2"
     suffixes = (".pdf",)
 
     def convert(self, data: bytes, name: str) -> Converted:
@@ -294,6 +294,18 @@ def _is_toc_page(lines: list[_Line]) -> bool:
 
 # --------------------------------------------------------------------------- outline
 
+# a leading section number that bookmarks often leave out of their titles ("3.1 ", "A.2. ")
+_UNNUMBERED = re.compile(r"^\s*(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?\s+")
+
+
+def _outline_match(text: str, want: str) -> bool:
+    """Whether a line is (the start of) a bookmark's title, also behind a section number."""
+    for have in (_alnum(text), _alnum(_UNNUMBERED.sub("", text))):
+        if have and (have == want or (want.startswith(have) and len(have) * 2 >= len(want))):
+            return True
+    return False
+
+
 def _outline_headings(pages: list[list[_Line]], outline: list[tuple[int, str, int]]
                       ) -> list[list[_Line]]:
     """Mark each bookmark's title on its page as a heading at the outline's depth; a title
@@ -305,15 +317,17 @@ def _outline_headings(pages: list[list[_Line]], outline: list[tuple[int, str, in
         level, want = min(6, depth + 1), _alnum(title)
         lines = pages[p]
         hit = next((k for k, ln in enumerate(lines) if not ln.heading and want
-                    and _alnum(ln.text) and (_alnum(ln.text) == want or (want.startswith(
-                        _alnum(ln.text)) and len(_alnum(ln.text)) * 2 >= len(want)))), None)
+                    and _outline_match(ln.text, want)), None)
         if hit is None:
             top = lines[0].top if lines else 0.0
             lines.insert(inserted[p], _Line(title, p, 0.0, True, top, top, level))
             inserted[p] += 1
             continue
-        got = _alnum(lines[hit].text)
-        lines[hit].text, lines[hit].heading = title, level
+        got = _alnum(_UNNUMBERED.sub("", lines[hit].text))
+        # "3.1 Invoking asn1Parser" for the bookmark "Invoking asn1Parser": keep the number
+        numbered = got == want and _alnum(lines[hit].text) != want
+        lines[hit].text = lines[hit].text.strip() if numbered else title
+        lines[hit].heading = level
         while hit + 1 < len(lines) and len(got) < len(want):
             nxt = _alnum(lines[hit + 1].text)
             if not nxt or not want.startswith(got + nxt):
