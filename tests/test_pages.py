@@ -303,3 +303,17 @@ def test_conversion_runs_where_parsing_runs(pdf_docs: Path, tmp_path: Path,
     rep = idx.update([pdf_docs], workers=workers)
     assert "report.pdf" in rep.added and rep.timings["convert"] > 0
     assert len(idx.documents["report.pdf"].pages) == 5
+
+
+def test_batch_query_contexts_carry_pages(pdf_docs: Path, tmp_path: Path, cli) -> None:
+    update_directory(tmp_path / "idx", [pdf_docs], embedder=HashEmbedder(64))
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q1", "question": "flood insurance insurer",
+                                     "doc_id": "report"}) + "\n")
+    out = tmp_path / "out.jsonl"
+    res = cli("query", "--index", str(tmp_path / "idx"), "--questions", str(questions),
+              "--output", str(out), "--per-doc", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["contexts"] and all(c["doc_id"] == "report.pdf" for c in row["contexts"])
+    assert all(c["pages"] and c["ref"].startswith("report.pdf#") for c in row["contexts"])
