@@ -76,8 +76,9 @@ class Section:
     are in ``text``. ``also_in`` names the refs of the same (or a nearly identical) section in
     other documents, handed over once here. ``pages`` are the first and last page (1-based)
     the section's lines came from, for documents converted from a paged format (PDF);
-    ``page_breaks`` the lines of the section on which its later pages start, so that a
-    citation of some of its lines gets its own pages (:meth:`pages_of`).
+    a trimmed section's are the pages of the lines its ``text`` holds. ``page_breaks``: the
+    lines of the section on which its later pages start, so that a citation of some of its
+    lines gets its own pages (:meth:`pages_of`).
     """
 
     doc_id: str
@@ -466,17 +467,30 @@ def _emit(index: Corpus, p: _Plan) -> Section | None:
                    score=float(cand.score), tokens=tokens,
                    trimmed=p.gaps > 0 or p.cut is not None, matched_spans=spans,
                    also_in=tuple(cand.also_in),
-                   **_pages(index, cand.doc_id, p.start + 1, p.end))
+                   **_pages(index, cand.doc_id, *_kept_lines(p), p.end))
 
 
-def _pages(index: Corpus, doc_id: str, first: int, last: int) -> dict[str, Any]:
-    """``Section`` fields ``pages`` and ``page_breaks`` of 1-based lines ``first..last``
-    (none without a page map)."""
+def _kept_lines(p: _Plan) -> tuple[int, int]:
+    """1-based first and last line of what a section's text holds (its heading and kept
+    units): a trimmed section's pages are those its text came from, not the whole span."""
+    spans = [(i, j) for u, (i, j, _, _) in enumerate(p.units) if u in p.keep]
+    if p.lo > p.start:
+        spans.append((p.start, p.lo))
+    if not spans:
+        return p.start + 1, p.end
+    return min(i for i, _ in spans) + 1, max(max(j, i + 1) for i, j in spans)
+
+
+def _pages(index: Corpus, doc_id: str, first: int, last: int, end: int | None = None
+           ) -> dict[str, Any]:
+    """``Section`` fields ``pages`` (of 1-based lines ``first..last``) and ``page_breaks``
+    (page starts after ``first`` up to the section's ``end``); none without a page map."""
     starts = index.documents[doc_id].pages
     span = page_span(starts, first, last)
     if span is None:
         return {}
-    return {"pages": span, "page_breaks": tuple(b for b in starts if first < b <= last)}
+    end = last if end is None else end
+    return {"pages": span, "page_breaks": tuple(b for b in starts if first < b <= end)}
 
 
 def _lexical(line: list[str], terms: dict[str, float]) -> float:

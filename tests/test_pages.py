@@ -317,3 +317,21 @@ def test_batch_query_contexts_carry_pages(pdf_docs: Path, tmp_path: Path, cli) -
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert row["contexts"] and all(c["doc_id"] == "report.pdf" for c in row["contexts"])
     assert all(c["pages"] and c["ref"].startswith("report.pdf#") for c in row["contexts"])
+
+
+def test_a_trimmed_sections_pages_are_those_its_text_came_from(tmp_path: Path) -> None:
+    filler = ("The committee met in the boardroom and reviewed routine matters of the "
+              "quarter, including staffing, travel and the cafeteria contract. ") * 6
+    pages = [("Item 9. Minutes", [filler]),
+             (None, ["Lighthouse lenses were polished with walnut oil on this page.", filler]),
+             (None, [filler]), (None, [filler])]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    make_pdf(docs / "minutes.pdf", pages)
+    idx, _ = update_directory(tmp_path / "idx", [docs], embedder=HashEmbedder(64))
+    whole = idx.retrieve("lighthouse lenses polished walnut oil", budget=4000, k=1)
+    assert whole.sections[0].pages == (1, 4) and not whole.sections[0].trimmed
+    res = idx.retrieve("lighthouse lenses polished walnut oil", budget=120, k=1)
+    (s,) = res.sections
+    assert s.trimmed and "walnut oil" in s.text
+    assert s.pages is not None and s.pages[0] == 1 and s.pages[1] == 2
