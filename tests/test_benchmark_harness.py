@@ -10,8 +10,9 @@ import pytest
 
 from benchmarks.harness.answers import answer_f1, token_f1
 from benchmarks.harness.context import Context, Piece, pack
-from benchmarks.harness.dataset import Question, load_dataset
+from benchmarks.harness.dataset import Dataset, Question, load_dataset
 from benchmarks.harness.llm_stub import PLACEHOLDER_SUMMARY, RecordingLLMServer
+from benchmarks.harness.matching import flatten, loose_found, shingles
 from benchmarks.harness.methods import DEFAULT_METHODS
 from benchmarks.harness.methods.pageindex import PageIndexMethod
 from benchmarks.harness.metrics import aggregate, normalize, normalize_path, score_context
@@ -25,10 +26,11 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
 
 
-def q(evidence=(), sections=(), answers=()) -> Question:
+def q(evidence=(), sections=(), answers=(), pages=None) -> Question:
     return Question(id="q", doc_id="d", question="what?",
                     evidence=tuple(tuple(a) for a in evidence),
-                    sections=tuple(tuple(s) for s in sections), answers=tuple(answers))
+                    sections=tuple(tuple(s) for s in sections), answers=tuple(answers),
+                    meta={} if pages is None else {"pages": list(pages)})
 
 
 def ctx(*texts: str, paths=None, budget: int = 10_000) -> Context:
@@ -123,6 +125,140 @@ def test_metrics_that_do_not_apply_are_none():
     assert empty.section_hit is False
     agg = aggregate([s, windows])
     assert agg["any_hit"] == 1.0 and agg["any_hit_n"] == 1 and agg["section_hit_n"] == 1
+
+
+# --- loose matching (PDF filings) and page hits -----------------------------------------------
+def test_flatten_casefolds_and_keeps_only_letters_and_digits():
+    assert flatten("CONSOLIDATED  Balance-Sheets\n$ 34,229.5") == "consolidatedbalancesheets342295"
+    assert flatten("Straße") == "strasse"
+    # HTML tags and comments are markup, not text (LlamaParse writes tables as HTML).
+    assert flatten("<td>Net sales</td><td>$ 34,229</td><!-- a\nnote -->") == "netsales34229"
+    assert flatten("a < b and c > d") == "abandcd"
+
+
+def test_shingles_are_distinct_14_character_substrings():
+    assert shingles("a" * 20) == {"a" * 14}
+    assert shingles("abcdefghijklmn") == {"abcdefghijklmn"}
+    assert len(shingles("abcdefghijklmnop")) == 3
+    assert shingles("short") == set()
+
+
+def test_loose_found_needs_half_of_the_passage_shingles():
+    passage = flatten("Total current assets 14,688 15,403 Property, plant and equipment")
+    n = len(shingles(passage))
+    assert loose_found(passage, "xx" + passage + "yy")
+    # Keep a prefix holding exactly half of the shingles: found; one fewer: not.
+    half = (n + 1) // 2
+    assert loose_found(passage, passage[: half + 13])
+    assert not loose_found(passage, passage[: half + 12])
+    # Spacing, case, punctuation and thousands separators do not matter.
+    assert loose_found(passage, flatten("TOTAL CURRENT ASSETS $14688 $ 15403\nProperty plant "
+                                        "& Equipment"))
+    assert not loose_found(passage, flatten("an unrelated page of the filing, page 7"))
+
+
+def test_loose_found_short_and_empty_passages():
+    assert loose_found(flatten("Net sales"), flatten("total net sales rose"))  # whole
+    assert not loose_found(flatten("Net sales"), flatten("net revenue"))
+    assert not loose_found("", "anything")
+
+
+def test_loose_scoring_of_a_context():
+    gold = "Consolidated Statement of Income Years ended December 31 (Millions) Net sales 34,229"
+    question = q(evidence=[[gold, "another passage that is nowhere to be found"]])
+    extracted = "CONSOLIDATED STATEMENT OF INCOME\nYears ended December 31 (Millions)\n" \
+                "Net sales $ 34229"
+    s = score_context(question, ctx("miss", extracted), matching="loose")
+    assert (s.any_hit, s.full_hit, s.evidence_recall, s.rr) == (True, False, 0.5, 0.5)
+    assert score_context(question, ctx(extracted), matching="exact").any_hit is False
+    with pytest.raises(ValueError):
+        score_context(question, ctx(extracted), matching="fuzzy")
+
+
+def test_page_hit_counts_pages_the_packed_text_still_reaches():
+    question = q(evidence=[["x"]], pages=[5])
+    page4, page5 = "text of page four. ", "text of page five."
+    piece = Piece(page4 + page5, "d", pages=((0, 4), (len(page4), 5)))
+    assert piece.covered_pages == {4, 5}
+    assert score_context(question, pack([piece], 10_000), pages=True).page_hit is True
+    # Cut before page 5 begins: only page 4 is covered.
+    cut = pack([piece], count_tokens(page4) - 1)
+    assert cut.pieces[0].covered_pages == {4}
+    assert score_context(question, cut, pages=True).page_hit is False
+    # Another document's page 5, a piece without marks, or pages not asked for: no hit / n/a.
+    other = Piece(page5, "e", pages=((0, 5),))
+    assert score_context(question, pack([other, Piece(page5, "d")], 10_000),
+                         pages=True).page_hit is False
+    assert score_context(question, pack([piece], 10_000)).page_hit is None
+    assert score_context(q(evidence=[["x"]]), pack([piece], 10_000), pages=True).page_hit is None
+    agg = aggregate([score_context(question, pack([piece], 10_000), pages=True)])
+    assert (agg["page_hit"], agg["page_hit_n"]) == (1.0, 1)
+
+
+def test_page_marks_and_gold_pages_of_a_paged_dataset(tmp_path):
+    pages = ["page one\nline", "", "page three"]
+    text = "\n".join(pages)
+    ds = Dataset(name="p", root=tmp_path, docs={"f.pdf": text}, questions=(),
+                 matching="loose", pages={"f.pdf": (0, 14, 15)})
+    assert ds.paged and ds.doc_path("f.pdf") == tmp_path / "docs" / "f.pdf"
+    assert [ds.page_text("f.pdf", p) for p in (1, 2, 3, 4)] == [*pages, ""]
+    assert ds.page_marks("f.pdf", 0, len(text)) == ((0, 1), (15, 3))  # page 2 is empty
+    assert ds.page_marks("f.pdf", 9, 12) == ((0, 1),)
+    assert ds.page_marks("f.pdf", 14, 20) == ((1, 3),)  # the joining line break is no page
+    from benchmarks.harness.methods.oracle import OracleMethod
+
+    oracle = OracleMethod()
+    oracle.build(ds, None)
+    question = Question(id="q", doc_id="f.pdf", question="?", evidence=(("three",),),
+                        sections=(), answers=(), meta={"pages": [3, 1, 3]})
+    got = list(oracle.retrieve(question, "per-doc", 100))
+    assert [(p.text, p.covered_pages) for p in got] == [("page three", {3}),
+                                                        ("page one\nline", {1})]
+
+
+def test_pdf_dataset_end_to_end_with_page_hits(tmp_path):
+    """A two-filing PDF dataset: plain page text for the baselines, the library's converter
+    for proxy-pointer, loose matching, and a page hit for every method."""
+    fpdf = pytest.importorskip("fpdf")
+    pytest.importorskip("pypdfium2")
+    pages = [("Item 1. Business", "The company sells brass widgets to crane makers in twelve "
+              "countries and to shipyards along the coast."),
+             ("Item 1A. Risk Factors", "Floods at the northern plant could stop widget output "
+              "for months, because the plant lies below the river dike."),
+             ("Item 7. Results", "Revenue grew twelve percent to 410 million dollars, led by "
+              "crane widgets sold in Norway.")]
+    (tmp_path / "docs").mkdir()
+    for name in ("a.pdf", "b.pdf"):
+        pdf = fpdf.FPDF()
+        for heading, body in pages:
+            pdf.add_page()
+            pdf.set_font("helvetica", "B", 16)
+            pdf.cell(0, 10, heading, new_x="LMARGIN", new_y="NEXT")
+            pdf.set_font("helvetica", size=10)
+            pdf.multi_cell(0, 5, body)
+        pdf.output(str(tmp_path / "docs" / name))
+    rows = [{"id": f"q{i}{d}", "doc_id": d, "question": question, "sections": [],
+             "evidence": [[evidence]], "answers": [], "meta": {"pages": [page]}}
+            for d in ("a.pdf", "b.pdf")
+            for i, (question, evidence, page) in enumerate([
+                ("What could floods stop?", "FLOODS at the northern plant could stop "
+                 "widget-output for months", 2),
+                ("How much did revenue grow?", "Revenue grew twelve percent to 410 million", 3)])]
+    (tmp_path / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ds = load_dataset(tmp_path)
+    assert (ds.matching, ds.paged, ds.warnings) == ("loose", True, ())
+    assert set(ds.docs) == {"a.pdf", "b.pdf"} and len(ds.pages["a.pdf"]) == 3
+    assert "Floods at the northern plant" in ds.page_text("a.pdf", 2)
+    results = run_benchmark(ds, methods=["proxy-pointer", "flat", "bm25", "oracle"],
+                            scopes=["per-doc"], budgets=[2000], embedder=HashEmbedder(64),
+                            memory=False)
+    assert results["dataset"]["matching"] == "loose" and results["dataset"]["pages"] == 6
+    for name, m in results["methods"].items():
+        agg = m["scopes"]["per-doc"]["budgets"]["2000"]
+        # 2,000 tokens hold each whole (tiny) filing: every method finds gold and its page.
+        assert (agg["any_hit"], agg["page_hit"], agg["page_hit_n"]) == (1.0, 1.0, 4), name
+    report = markdown_report(results)
+    assert "Any-hit and page-hit counts: per-doc" in report and "| oracle | 4/4 | 4/4 |" in report
 
 
 # --- dataset ---------------------------------------------------------------------------------

@@ -182,7 +182,7 @@ def test_open_pages_with_a_page_map() -> None:
     assert open_ref(tree, Ref.parse("r.pdf#p1-2"), starts).text.startswith("# Title")
     assert open_ref(tree, Ref.parse("r.pdf#0001"), starts).pages == (2, 4)
     assert open_ref(tree, Ref.parse("r.pdf#L5"), starts).to_dict()["pages"] == [4, 4]
-    with pytest.raises(NotFoundError, match="page 3 of r.pdf holds no text"):
+    with pytest.raises(NotFoundError, match=r"page 3 of r\.pdf holds no text"):
         open_ref(tree, Ref.parse("r.pdf#p3"), starts)
     with pytest.raises(NotFoundError, match="has 4 pages, so no page 5"):
         open_ref(tree, Ref.parse("r.pdf#p4-5"), starts)

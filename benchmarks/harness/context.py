@@ -27,12 +27,22 @@ class Piece:
     at a section, that section's heading path (``None`` for a plain text window).
 
     ``tokens`` may carry a precomputed :func:`count_tokens` of ``text`` (-1: not counted yet).
+    ``pages``, for a document with pages (a PDF), marks where in ``text`` each page's text
+    begins: ``(character offset, 1-based page)`` pairs in text order, so a prefix of the
+    piece keeps the marks of the pages it still reaches (:attr:`covered_pages`).
     """
 
     text: str
     doc_id: str
     path: tuple[str, ...] | None = None
     tokens: int = -1
+    pages: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def covered_pages(self) -> frozenset[int]:
+        """The pages some character of ``text`` came from (empty without page marks)."""
+        n = len(self.text)
+        return frozenset(page for offset, page in self.pages if offset < n)
 
 
 @dataclass(frozen=True)
@@ -80,4 +90,4 @@ def pack(pieces: Iterable[Piece], budget: int) -> Context:
 
 
 def _with_tokens(piece: Piece, text: str, n: int) -> Piece:
-    return Piece(text=text, doc_id=piece.doc_id, path=piece.path, tokens=n)
+    return Piece(text=text, doc_id=piece.doc_id, path=piece.path, tokens=n, pages=piece.pages)

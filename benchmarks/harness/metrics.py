@@ -15,22 +15,48 @@ case-folded). For one question and one packed context:
   ``section_exact``: equal only. Passages without a path (text windows) make no claim about
   sections, so for window methods both are ``None`` (n/a) rather than mapped to a section.
 
+**Loose matching** (``matching="loose"``, the rule of ``financebench-dev/SOURCE.md`` for PDF
+filings, whose gold text came from another extractor): both sides are flattened
+(:func:`flatten`: case-folded, every character that is not a letter or digit removed, which
+also drops thousands separators), and a passage is found when at least half of its distinct
+14-character substrings (:func:`shingles`) occur in the flattened context; a flattened
+passage shorter than 14 characters must occur whole. :func:`loose_found` applies it.
+
+``page_hit`` (datasets whose documents have pages, questions with ``meta.pages``): a packed
+piece of the question's document covers one of the gold pages (:attr:`Piece.covered_pages`).
+
 A question without evidence yields ``None`` for the evidence metrics, one without sections
-``None`` for the section metrics; :func:`aggregate` averages over the questions that apply.
+``None`` for the section metrics, one without gold pages ``None`` for ``page_hit``;
+:func:`aggregate` averages over the questions that apply.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from proxy_pointer.tree import build_tree
 
 from .context import Context
 from .dataset import Question
+from .matching import SHINGLE, flatten, loose_found, shingles
 
-__all__ = ["QuestionScore", "aggregate", "normalize", "normalize_path", "score_context"]
+__all__ = [
+    "MATCHINGS",
+    "SHINGLE",
+    "QuestionScore",
+    "aggregate",
+    "flatten",
+    "loose_found",
+    "normalize",
+    "normalize_path",
+    "score_context",
+    "shingles",
+]
+
+#: How gold passages are looked up in a context: verbatim after :func:`normalize`, or loosely.
+MATCHINGS = ("exact", "loose")
 
 
 def normalize(text: str) -> str:
@@ -66,21 +92,42 @@ class QuestionScore:
     tokens: int
     pieces: int
     cut: bool
+    page_hit: bool | None = None
 
 
-def score_context(question: Question, context: Context, *, sections: bool = True
-                  ) -> QuestionScore:
+def _finder(matching: str) -> tuple[Callable[[str], str], str,
+                                    Callable[[str], Callable[[str], bool]]]:
+    """``(prepare, joiner, contains)`` of a matching: ``contains(context)(passage)``."""
+    if matching == "exact":
+        return normalize, " ", lambda whole: lambda p: p in whole
+
+    def loose(whole: str) -> Callable[[str], bool]:
+        have = shingles(whole)
+        return lambda p: loose_found(p, whole, context_shingles=have)
+
+    return flatten, "", loose
+
+
+def score_context(question: Question, context: Context, *, sections: bool = True,
+                  matching: str = "exact", pages: bool = False) -> QuestionScore:
     """Score ``context`` (already packed under its budget) against ``question``'s gold.
 
     ``sections`` says whether the method points at sections (its pieces carry heading
-    paths); when false the section metrics are ``None`` (n/a).
+    paths); when false the section metrics are ``None`` (n/a). ``matching`` is ``"exact"``
+    or ``"loose"`` (module docstring). ``pages`` says whether the pieces carry the pages
+    they came from; when true, ``page_hit`` is scored for questions with ``meta.pages``.
+    Raises ValueError for an unknown ``matching``.
     """
-    parts = [n for n in (normalize(p.text) for p in context.pieces) if n]
-    whole = " ".join(parts)
+    if matching not in MATCHINGS:
+        raise ValueError(f"unknown matching {matching!r}; choose from {', '.join(MATCHINGS)}")
+    prepare, joiner, contains = _finder(matching)
+    parts = [n for n in (prepare(p.text) for p in context.pieces) if n]
+    whole = joiner.join(parts)
     any_hit = full_hit = recall = rr = None
     if question.evidence:
-        annotators = [[normalize(p) for p in ann] for ann in question.evidence]
-        found = [[p in whole for p in ann] for ann in annotators]
+        annotators = [[prepare(p) for p in ann] for ann in question.evidence]
+        in_whole = contains(whole)
+        found = [[in_whole(p) for p in ann] for ann in annotators]
         any_hit = any(any(f) for f in found)
         full_hit = any(all(f) for f in found)
         recall = max(sum(f) / len(f) for f in found)
@@ -88,10 +135,16 @@ def score_context(question: Question, context: Context, *, sections: bool = True
         if any_hit:
             passages = {p for ann in annotators for p in ann}
             for r in range(1, len(parts) + 1):
-                prefix = " ".join(parts[:r])
-                if any(p in prefix for p in passages):
+                in_prefix = contains(joiner.join(parts[:r]))
+                if any(in_prefix(p) for p in passages):
                     rr = 1.0 / r
                     break
+    page_hit = None
+    gold_pages = question.meta.get("pages") if pages else None
+    if gold_pages:
+        gold = {int(g) for g in gold_pages}
+        page_hit = any(p.doc_id == question.doc_id and not gold.isdisjoint(p.covered_pages)
+                       for p in context.pieces)
     section_hit = section_exact = None
     if question.sections and sections:
         gold = [normalize_path(g) for g in question.sections]
@@ -101,11 +154,12 @@ def score_context(question: Question, context: Context, *, sections: bool = True
     return QuestionScore(
         question_id=question.id, any_hit=any_hit, full_hit=full_hit, evidence_recall=recall,
         rr=rr, section_hit=section_hit, section_exact=section_exact, tokens=context.tokens,
-        pieces=len(context.pieces), cut=context.cut,
+        pieces=len(context.pieces), cut=context.cut, page_hit=page_hit,
     )
 
 
-_METRICS = ("any_hit", "full_hit", "evidence_recall", "rr", "section_hit", "section_exact")
+_METRICS = ("any_hit", "full_hit", "evidence_recall", "rr", "section_hit", "section_exact",
+            "page_hit")
 
 
 def aggregate(scores: Iterable[QuestionScore]) -> dict:

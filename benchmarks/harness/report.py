@@ -57,6 +57,13 @@ def markdown_report(results: dict, plot_name: str | None = None) -> str:
         "section's path equals a gold path or is its ancestor (*exact*: equals); MRR = 1/r for "
         "the first r passages that contain gold. Section metrics are n/a for text windows.",
     ]
+    if ds.get("matching") == "loose":
+        lines += ["", "**Loose matching** (PDF filings, gold text from another extractor): both "
+                  "sides case-folded with every character that is not a letter or digit "
+                  "removed; a passage is found when at least half of its distinct "
+                  "14-character substrings occur in the context. *page* = a returned piece "
+                  "of the question's document covers one of its gold pages (n/a for text "
+                  "without a page map)."]
     if plot_name:
         lines += ["", f"![any-hit vs budget]({plot_name})"]
     for scope in cfg["scopes"]:
@@ -70,6 +77,7 @@ def markdown_report(results: dict, plot_name: str | None = None) -> str:
                                _pct(t["full_hit"]), _pct(t["evidence_recall"]),
                                _pct(t["section_hit"]), _pct(t["section_exact"]),
                                _num(t["mrr"], "{:.3f}"), _num(t["tokens_mean"], "{:.0f}")]))
+    lines += _hit_counts(results, budgets)
     lines += ["", "## Cost and speed", "",
               "Build seconds include embedding (`computed` = texts the cache did not have); "
               "latency = retrieve + pack per question and budget, query encoding excluded "
@@ -129,6 +137,29 @@ def markdown_report(results: dict, plot_name: str | None = None) -> str:
                                    _pct(t["section_exact"]), _num(t["mrr"], "{:.3f}"),
                                    _num(t["tokens_mean"], "{:.0f}"), _pct(t["cut_share"])]))
     return "\n".join(lines) + "\n"
+
+
+def _count(agg: dict, metric: str) -> str:
+    n = agg.get(f"{metric}_n") or 0
+    if not n or agg.get(metric) is None:
+        return "n/a"
+    return f"{round(agg[metric] * n)}/{n}"
+
+
+def _hit_counts(results: dict, budgets: list[str]) -> list[str]:
+    """Any-hit and page-hit as counts per budget, for datasets with gold pages."""
+    lines: list[str] = []
+    for scope in results["config"]["scopes"]:
+        rows = list(_scope_rows(results, scope))
+        if not any((s["budgets"][b].get("page_hit_n") or 0) for _, s in rows for b in budgets):
+            continue
+        head = ["method", *[f"any@{b}" for b in budgets], *[f"page@{b}" for b in budgets]]
+        lines += ["", f"## Any-hit and page-hit counts: {scope}", "",
+                  _row(head), _row(["---"] * len(head))]
+        for name, s in rows:
+            lines.append(_row([name, *[_count(s["budgets"][b], "any_hit") for b in budgets],
+                               *[_count(s["budgets"][b], "page_hit") for b in budgets]]))
+    return lines
 
 
 def _query_cost(q: dict) -> str:

@@ -108,7 +108,10 @@ def run_benchmark(dataset: Dataset, *, methods: list[str], scopes: list[str],
     return {
         "dataset": {"name": dataset.name, "path": _display_path(dataset.root),
                     "documents": len(dataset.docs), "questions": len(questions),
-                    "warnings": list(dataset.warnings)},
+                    "warnings": list(dataset.warnings),
+                    **({"matching": dataset.matching} if dataset.matching != "exact" else {}),
+                    **({"pages": sum(map(len, dataset.pages.values()))}
+                       if dataset.paged else {})},
         "date": time.strftime("%Y-%m-%d"),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "config": {"methods": methods, "scopes": scopes, "budgets": budgets, "k": k,
@@ -139,7 +142,8 @@ def _run_scope(dataset: Dataset, method: Any, scope: str, budgets: list[int], qu
             latencies.append(time.perf_counter() - t0)
             if not quality:
                 continue
-            s = score_context(q, ctx, sections=method.points_at_sections)
+            s = score_context(q, ctx, sections=method.points_at_sections,
+                              matching=dataset.matching, pages=dataset.paged)
             scores[b].append(s)
             if details is not None:
                 details.append({"method": method.name, "scope": scope, "budget": b,

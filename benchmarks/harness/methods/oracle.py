@@ -3,6 +3,10 @@
 For each gold heading path (in the order given) every heading with that path contributes
 its whole section (subsections included), packed under the budget like any other method.
 No search happens, so both scopes give the same result.
+
+On a dataset of PDFs (gold pages, no headings) the oracle returns the plain text of the gold
+pages (``meta.pages``, in the order given), each a piece of its own: a ceiling for page-level
+retrieval on the text the baselines read.
 """
 
 from __future__ import annotations
@@ -23,21 +27,30 @@ __all__ = ["OracleMethod"]
 
 class OracleMethod:
     name = "oracle"
-    description = "the gold sections (whole subtrees), in gold order: a ceiling, not a method"
+    description = ("the gold sections (whole subtrees), or a PDF's gold pages, in gold order: "
+                   "a ceiling, not a method")
     points_at_sections = True
     scopes = ("per-doc", "corpus")
     uses_embedder = False
 
     def __init__(self) -> None:
         self._trees: dict[str, Tree] = {}
+        self._dataset: Dataset | None = None
 
     def build(self, dataset: Dataset, embedder: Any) -> BuildStats:
         t0 = time.perf_counter()
-        self._trees = {d: build_tree(text, doc_id=d) for d, text in dataset.docs.items()}
+        self._dataset = dataset
+        self._trees = {d: build_tree(text, doc_id=d) for d, text in dataset.docs.items()
+                       if d not in dataset.pages}
         return BuildStats(seconds=time.perf_counter() - t0,
-                          units=sum(len(t.heading_nodes) for t in self._trees.values()))
+                          units=sum(len(t.heading_nodes) for t in self._trees.values())
+                          + sum(len(p) for p in dataset.pages.values()))
 
     def retrieve(self, question: Question, scope: str, budget: int) -> Iterator[Piece]:
+        assert self._dataset is not None
+        if question.doc_id in self._dataset.pages:
+            yield from self._gold_pages(question)
+            return
         tree = self._trees[question.doc_id]
         by_path: dict[tuple[str, ...], list] = {}
         for node in tree.heading_nodes:
@@ -49,3 +62,10 @@ class OracleMethod:
                     seen.add(node.node_id)
                     yield Piece(text=tree.section_text(node), doc_id=question.doc_id,
                                 path=node.path)
+
+    def _gold_pages(self, question: Question) -> Iterator[Piece]:
+        assert self._dataset is not None
+        for page in dict.fromkeys(int(p) for p in question.meta.get("pages") or ()):
+            text = self._dataset.page_text(question.doc_id, page)
+            if text.strip():
+                yield Piece(text=text, doc_id=question.doc_id, pages=((0, page),))

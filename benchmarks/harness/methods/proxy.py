@@ -14,6 +14,11 @@ back, so queries run on the saved files as a CLI or server process would. The
 library packs its own sections under the budget; the harness packs them again with the
 common rule, which cuts nothing when the library kept to the budget (its ``cut_share`` is
 then 0; a non-zero share means the library returned more than the budget).
+
+PDF documents are indexed from the files themselves, through the library's own converter.
+Each piece then carries the pages its lines came from (the converter's page map), found line
+by line, so a section trimmed to a window around its matched chunks claims only the pages
+of the lines it shows.
 """
 
 from __future__ import annotations
@@ -30,13 +35,13 @@ from ..context import Piece
 from ..dataset import Dataset, Question
 from .base import BuildStats, MethodUnavailable, dir_bytes
 
-__all__ = ["ProxyPointerMethod", "restore_cache", "save_cache"]
+__all__ = ["ProxyPointerMethod", "restore_cache", "save_cache", "shown_pages"]
 
 # Saved indexes the loaded ones read from; removed when the process exits.
 _SAVED: list[str] = []
 atexit.register(lambda: [shutil.rmtree(p, ignore_errors=True) for p in _SAVED])
 
-_SUFFIX = ".md"
+_ELLIPSIS = "[…]"  # the library's marker of left-out text (proxy_pointer.packing)
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,8 @@ class ProxyPointerMethod:
             + (", stored in Milvus Lite" if store == "milvus" else "")
         )
         self._index: Any = None
+        self._doc_file: dict[str, str] = {}  # dataset doc id -> index doc id (its file name)
+        self._dataset_id: dict[str, str] = {}
 
     @property
     def memory_key(self) -> str:
@@ -117,6 +124,8 @@ class ProxyPointerMethod:
 
     def build(self, dataset: Dataset, embedder: Any) -> BuildStats:
         Index = _index_class()
+        self._doc_file = {d: dataset.doc_file(d) for d in dataset.docs}
+        self._dataset_id = {f: d for d, f in self._doc_file.items()}
         key = (id(dataset), embedder.model_id, self.noise, self.chunking, self.vector_kind,
                self.store)
         built = _BUILT.get(key)
@@ -148,10 +157,47 @@ class ProxyPointerMethod:
         return stats
 
     def retrieve(self, question: Question, scope: str, budget: int) -> Iterator[Piece]:
-        doc_ids = [question.doc_id + _SUFFIX] if scope == "per-doc" else None
+        doc_ids = [self._doc_file[question.doc_id]] if scope == "per-doc" else None
         res = self._index.retrieve(question.question, budget=budget, doc_ids=doc_ids,
                                    **self.options)
         for s in res.sections:
-            doc = s.doc_id[: -len(_SUFFIX)] if s.doc_id.endswith(_SUFFIX) else s.doc_id
             # Tokens are recounted by the harness, not taken from the library's own count.
-            yield Piece(text=s.text, doc_id=doc, path=tuple(s.path))
+            yield Piece(text=s.text, doc_id=self._dataset_id.get(s.doc_id, s.doc_id),
+                        path=tuple(s.path), pages=shown_pages(self._index, s))
+
+
+def shown_pages(index: Any, section: Any) -> tuple[tuple[int, int], ...]:
+    """Page marks (:attr:`.context.Piece.pages`) of a retrieved section's text: each line of
+    the text is looked up among the section's source lines (in order; a line cut short or
+    ellipsized by its longest part), and the page it starts on is the converter's. ``()``
+    for a document without pages."""
+    starts = index.documents[section.doc_id].pages
+    if not starts:
+        return ()
+    from proxy_pointer.convert import page_of
+
+    lines = index.tree(section.doc_id).lines
+    cursor, hi = section.start_line - 1, min(section.end_line, len(lines))
+    marks: list[tuple[int, int]] = []
+    offset = 0
+    for shown in section.text.splitlines(keepends=True):
+        part = max((p.strip() for p in shown.split(_ELLIPSIS)), key=len)
+        at = _find_line(lines, part, cursor, hi) if part else None
+        if at is not None:
+            cursor = at
+            page = page_of(starts, at + 1)
+            if page is not None and (not marks or marks[-1][1] != page):
+                marks.append((offset, page))
+        offset += len(shown)
+    return tuple(marks)
+
+
+def _find_line(lines: list[str], part: str, lo: int, hi: int) -> int | None:
+    """The first of ``lines[lo:hi]`` that is ``part`` (stripped), else the first holding it."""
+    for i in range(lo, hi):
+        if lines[i].strip() == part:
+            return i
+    for i in range(lo, hi):
+        if part in lines[i]:
+            return i
+    return None

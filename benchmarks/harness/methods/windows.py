@@ -2,8 +2,10 @@
 
 Windows are cut with langchain's ``RecursiveCharacterTextSplitter`` from each document's raw
 Markdown (2,000 characters with 200 overlap, as in the reference comparison, or 500/50) and
-embedded as they are, without breadcrumbs. Both scopes search one index over all windows;
-per-document scope keeps only the rows of the question's document, like a metadata filter.
+embedded as they are, without breadcrumbs. A PDF's windows are cut from its plain page text
+(:mod:`..dataset`) and keep the pages they span, for page hits. Both scopes search one index
+over all windows; per-document scope keeps only the rows of the question's document, like a
+metadata filter.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +38,11 @@ class Windows:
     tokens: np.ndarray
     rows: dict[str, np.ndarray]
     seconds: float  # time to cut and count them, charged to every method that uses them
+    pages: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)  # PDFs' rows
 
     def piece(self, row: int) -> Piece:
         return Piece(text=self.texts[row], doc_id=self.doc_ids[row], path=None,
-                     tokens=int(self.tokens[row]))
+                     tokens=int(self.tokens[row]), pages=self.pages.get(row, ()))
 
     def candidates(self, question: Question, scope: str) -> np.ndarray:
         if scope == "per-doc":
@@ -75,16 +78,34 @@ def split_windows(dataset: Dataset, size: int, overlap: int) -> Windows:
     texts: list[str] = []
     doc_ids: list[str] = []
     rows: dict[str, np.ndarray] = {}
+    pages: dict[int, tuple[tuple[int, int], ...]] = {}
     for doc_id, text in dataset.docs.items():
         parts = [p for p in splitter.split_text(text) if p.strip()]
+        if doc_id in dataset.pages:
+            for row, (part, start) in enumerate(zip(parts, _offsets(text, parts), strict=True),
+                                                len(texts)):
+                pages[row] = dataset.page_marks(doc_id, start, start + len(part))
         rows[doc_id] = np.arange(len(texts), len(texts) + len(parts), dtype=np.int64)
         texts.extend(parts)
         doc_ids.extend([doc_id] * len(parts))
     tokens = np.asarray(count_tokens_batch(texts), dtype=np.int64)
     win = Windows(texts=texts, doc_ids=doc_ids, tokens=tokens, rows=rows,
-                  seconds=time.perf_counter() - t0)
+                  seconds=time.perf_counter() - t0, pages=pages)
     _WINDOW_CACHE[key] = win
     return win
+
+
+def _offsets(text: str, parts: list[str]) -> list[int]:
+    """Where each window starts in ``text``: the splitter keeps windows in order and
+    overlapping by less than a window, so each is searched for from the previous start."""
+    out, at = [], 0
+    for part in parts:
+        found = text.find(part, at)
+        if found < 0:  # pragma: no cover - the splitter only strips whitespace
+            raise ValueError("a window is not a span of its document")
+        out.append(found)
+        at = found + 1
+    return out
 
 
 def _ranked(win: Windows, rows: np.ndarray, scores: np.ndarray) -> Iterator[Piece]:
