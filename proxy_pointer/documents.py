@@ -26,6 +26,7 @@ __all__ = [
     "discover",
     "doc_id_for",
     "document_kind",
+    "read_bytes",
     "read_document",
     "resolve_doc_id",
 ]
@@ -38,6 +39,28 @@ DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", *CONVERTED_SUFFIXES)
 TEXT_SUFFIXES = (".txt",)
 #: The globs :func:`discover` picks up by default.
 DEFAULT_INCLUDE = tuple(f"*{s}" for s in DOCUMENT_SUFFIXES)
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the file at ``path``; :class:`DocumentError` naming it when it is
+    missing, a directory or not a regular file, or unreadable (permission denied)."""
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+        if stat.S_ISDIR(st.st_mode):
+            raise DocumentError(name, "is a directory, not a document")
+        if not stat.S_ISREG(st.st_mode):
+            raise DocumentError(name, "is not a regular file")
+        with open(name, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise DocumentError(name, "no such file") from None
+    except PermissionError:
+        raise DocumentError(name, "permission denied") from None
+    except IsADirectoryError:
+        raise DocumentError(name, "is a directory, not a document") from None
+    except OSError as exc:
+        raise DocumentError(name, f"cannot be read: {exc.strerror or exc}") from None
 
 
 def read_document(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> str:
@@ -56,22 +79,7 @@ def read_document(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> s
         codec = codecs.lookup(encoding).name
     except LookupError:
         raise ConfigError(f"unknown text encoding {encoding!r}") from None
-    try:
-        st = os.stat(name)
-        if stat.S_ISDIR(st.st_mode):
-            raise DocumentError(name, "is a directory, not a document")
-        if not stat.S_ISREG(st.st_mode):
-            raise DocumentError(name, "is not a regular file")
-        with open(name, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise DocumentError(name, "no such file") from None
-    except PermissionError:
-        raise DocumentError(name, "permission denied") from None
-    except IsADirectoryError:
-        raise DocumentError(name, "is a directory, not a document") from None
-    except OSError as exc:
-        raise DocumentError(name, f"cannot be read: {exc.strerror or exc}") from None
+    data = read_bytes(name)
 
     try:
         text = data.decode(codec)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from ..errors import DocumentError
+from ..documents import read_bytes
 from .base import ConversionError, Converted, Converter, page_of, page_span
 
 __all__ = [
@@ -67,13 +67,4 @@ def convert_bytes(data: bytes, name: str) -> Converted:
 def convert_file(path: str | os.PathLike[str]) -> Converted:
     """Read and convert the file at ``path``; :class:`DocumentError` naming it."""
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise DocumentError(name, "no such file") from None
-    except IsADirectoryError:
-        raise DocumentError(name, "is a directory, not a document") from None
-    except OSError as exc:
-        raise DocumentError(name, f"cannot be read: {exc.strerror or exc}") from None
-    return convert_bytes(data, name)
+    return convert_bytes(read_bytes(name), name)

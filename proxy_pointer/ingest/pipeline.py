@@ -36,7 +36,7 @@ import numpy as np
 
 from ..chunking import ChunkConfig
 from ..convert import converter_for
-from ..documents import read_document
+from ..documents import read_bytes, read_document
 from ..embeddings import Embedder
 from ..errors import ConfigError, DocumentError
 from ..stores import DocumentParts
@@ -293,12 +293,9 @@ class _Run:
 
     def _read_bytes(self, path: str) -> bytes | None:
         try:
-            with open(path, "rb") as f:
-                return f.read()
-        except IsADirectoryError:
-            self.result.skipped.append(f"{path}: is a directory, not a document")
-        except OSError as e:
-            self.result.skipped.append(f"{path}: {e.strerror or e}")
+            return read_bytes(path)
+        except DocumentError as e:
+            self.result.skipped.append(str(e))
         return None
 
     def _read_file(self, path: str) -> str | None:
