@@ -278,6 +278,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
         bar.close()
     for problem in report.skipped:
         print(f"warning: skipped {problem}", file=sys.stderr)
+    for note in report.warnings:
+        print(f"warning: {note}", file=sys.stderr)
     for doc_id, same in report.duplicates:
         print(f"note: {doc_id} is identical to {same}", file=sys.stderr)
     print(f"{args.index}: {report.summary()} "

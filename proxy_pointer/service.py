@@ -203,8 +203,9 @@ class Service:
         """Add or update the files under ``paths`` and the ``(doc_id, text)`` pairs of
         ``texts`` in one atomic commit (under the store's writer lock); returns the
         :class:`~proxy_pointer.ingest.UpdateReport` as data (``added``, ``updated``,
-        ``unchanged``, ``removed``, ``skipped``, ``chunks``, ``embedded``, ``seconds``) and
-        the committed ``generation``.
+        ``unchanged``, ``removed``, ``skipped``, ``warnings`` (from converters: "pages 3, 9
+        have no text layer"), ``chunks``, ``embedded``, ``seconds``) and the committed
+        ``generation``.
 
         With ``root``, file doc ids are relative to it and every path (relative ones are
         taken from ``root``) and every file found must lie inside it, symbolic links
@@ -244,7 +245,8 @@ class Service:
             self._checked = 0.0  # pick the new generation up on the next request
         return {"added": sorted(added), "updated": sorted(updated), "unchanged": unchanged,
                 "removed": sorted(removed), "skipped": list(report.skipped),
-                "chunks": len(idx.chunks), "embedded": report.embedded,
+                "warnings": list(report.warnings), "chunks": len(idx.chunks),
+                "embedded": report.embedded,
                 "seconds": round(time.perf_counter() - t0, 3), "generation": generation}
 
     @staticmethod

@@ -335,3 +335,25 @@ def test_a_trimmed_sections_pages_are_those_its_text_came_from(tmp_path: Path) -
     (s,) = res.sections
     assert s.trimmed and "walnut oil" in s.text
     assert s.pages is not None and s.pages[0] == 1 and s.pages[1] == 2
+
+
+def test_a_page_without_text_is_a_warning_not_a_skip(tmp_path: Path, cli) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    pdf = fpdf.FPDF()
+    for n in range(3):
+        pdf.add_page()
+        if n == 1:
+            pdf.rect(20, 20, 100, 60, style="F")  # a scanned page: an image, no text
+            continue
+        pdf.set_font("helvetica", size=11)
+        pdf.multi_cell(0, 6, f"Page {n + 1} tells of harbour cranes and brass widgets.")
+    pdf.output(str(docs / "mixed.pdf"))
+    idx, rep = update_directory(tmp_path / "idx", [docs], embedder=HashEmbedder(64))
+    assert rep.added == ("mixed.pdf",) and not rep.skipped
+    (note,) = rep.warnings
+    assert "mixed.pdf" in note and "2" in note and "text" in note
+    assert idx.section("mixed.pdf#p3").text.startswith("Page 3")
+    out = cli("index", str(docs), "--index", str(tmp_path / "idx2"), "--embedder", "hash:64",
+              "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)
+    assert out.returncode == 0 and f"warning: {note}" in out.stderr
