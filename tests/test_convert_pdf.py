@@ -191,6 +191,30 @@ def test_outline_titles_are_found_behind_section_numbers() -> None:
     assert "Text about invoking the coder." in conv.markdown.split("3.2 Invoking")[1]
 
 
+def test_a_heading_joins_its_wrapped_line_but_not_the_next_heading() -> None:
+    pdf = FPDF()
+    body = "Plain body text about the period, written as whole sentences. " * 3
+    pdf.add_page()  # a first page of body text: its largest line would be the title
+    pdf.set_font("helvetica", size=10)
+    pdf.multi_cell(0, 5, body, new_x="LMARGIN", new_y="NEXT")
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 14)
+    pdf.cell(0, 8, "Item 7. Management's Discussion", new_x="LMARGIN", new_y="NEXT")
+    pdf.cell(0, 8, "Overview", new_x="LMARGIN", new_y="NEXT")  # ends short: not a wrap
+    pdf.set_font("helvetica", size=10)
+    pdf.multi_cell(0, 5, body, new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", "B", 14)
+    pdf.multi_cell(0, 8, "Liquidity and capital resources of the consolidated group including "
+                   "its financing subsidiaries", new_x="LMARGIN", new_y="NEXT")  # wraps
+    pdf.set_font("helvetica", size=10)
+    pdf.multi_cell(0, 5, body, new_x="LMARGIN", new_y="NEXT")
+    heads = _headings(PdfConverter().convert(bytes(pdf.output()), "wrap.pdf").markdown)
+    assert heads[:2] == ["## Item 7. Management's Discussion", "### Overview"] or heads[:2] == [
+        "# Item 7. Management's Discussion", "## Overview"]
+    assert heads[2].endswith("Liquidity and capital resources of the consolidated group "
+                             "including its financing subsidiaries")
+
+
 def test_image_only_pdf_has_no_text_layer() -> None:
     pdf = FPDF()
     pdf.add_page()

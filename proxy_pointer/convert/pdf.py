@@ -61,6 +61,7 @@ _BULLET = re.compile(r"^(?:[•▪●◦\-–*]|\(?[a-z0-9]{1,3}\)|\d{1,2}\.)\s"
 _CELL = re.compile(r"^(?:\(?\$?\d[\d,.]*\)?%?|[-–—]+|n/?m|n/?a)$", re.IGNORECASE)
 _CURRENCY = {"$", "€", "£", "%"}
 _HYPHENS = "-\u00ad\ufffe"
+_WRAP_EMS = 8  # a line ending this many ems short of the page's right margin did not wrap
 _EDGE = 3  # lines at the top and bottom of a page that may be running headers/footers
 # Sensitivity on the nine FinanceBench filings: benchmarks/results/convert-pdf-sensitivity.md.
 HEADING_SIZE = 1.15  # glyph height over the body's from which a line is "bigger"
@@ -79,6 +80,7 @@ class _Line:
     top: float
     bottom: float
     heading: int = 0  # Markdown level once chosen as a heading
+    right: float = 0.0  # right edge of the last glyph: a wrapped line reaches the margin
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +131,10 @@ class _Reader:
             bold = self.bold_font[name] = bool(_BOLD_FONT.search(name.decode("latin-1")))
         return bold or pdfium_c.FPDFText_GetFontWeight(tp, i) >= 600
 
-    def _box(self, tp: object, i: int) -> tuple[float, float, float]:
+    def _box(self, tp: object, i: int) -> tuple[float, float, float, float]:
         r = self.rect
         pdfium_c.FPDFText_GetLooseCharBox(tp, i, r)
-        return r.top - r.bottom, r.top, r.bottom
+        return r.top - r.bottom, r.top, r.bottom, r.right
 
     def lines(self, page: pdfium.PdfPage, index: int) -> list[_Line]:
         """The page's non-blank lines in pdfium's reading order."""
@@ -156,12 +158,12 @@ class _Reader:
                 if stripped:
                     first = start + len(part) - len(part.lstrip(" \x00\t\r"))
                     last = start + len(part.rstrip(" \x00\t\r")) - 1
-                    size, top, _ = self._box(raw, first)
-                    _, _, bottom = self._box(raw, last)
+                    size, top, _, _ = self._box(raw, first)
+                    _, _, bottom, right = self._box(raw, last)
                     bold = self._bold(raw, first) and self._bold(raw, last)
                     clean = " ".join(stripped.replace("\x00", "").split())
                     out.append(_Line(clean, index, round(size, 1), bold,
-                                     height - top, height - bottom))
+                                     height - top, height - bottom, right=right))
                 start += len(part) + 1
             return out
         finally:
@@ -172,7 +174,7 @@ class PdfConverter:
     """PDF to Markdown (pypdfium2, layout-based headings); see the module docstring."""
 
     name = "pdf"
-    version = "2"
+    version = "3"
     suffixes = (".pdf",)
 
     def convert(self, data: bytes, name: str) -> Converted:
@@ -392,10 +394,21 @@ def _shares_row(lines: list[_Line]) -> list[bool]:
     return out
 
 
+def _continues(ln: _Line, style: _Style | None, heading: _Style) -> bool:
+    """Whether a line has a heading's look, unnumbered: a heading of its style, or a
+    lower-case line in its size and weight (a wrap's second line is no heading alone)."""
+    if style is not None:
+        return style == _Style(heading.size, heading.bold, None)
+    return (ln.text[:1].islower() and round(ln.size * 2) / 2 == heading.size
+            and ln.bold == heading.bold)
+
+
 def _merge_wrapped(lines: list[_Line], styles: list[_Style | None], k: int,
-                   title: bool) -> None:
+                   title: bool, margin: float) -> None:
     """Join the lines after ``lines[k]`` that continue its heading (same style, close below,
-    and a lower-case start, a long first line or a dangling word), in place."""
+    and a lower-case start, a first line that reaches the page's right ``margin`` (it
+    wrapped) or a dangling word), in place. A heading that ends short of the margin and is
+    followed by another line of its style is two headings ("Item 7. MD&A", "Overview")."""
     ln, style, nxt = lines[k], styles[k], k + 1
     assert style is not None
     if (_NUMBERING_ONLY.match(ln.text) and nxt < len(lines) and styles[nxt] is not None
@@ -403,9 +416,10 @@ def _merge_wrapped(lines: list[_Line], styles: list[_Style | None], k: int,
             and 0 < lines[nxt].top - ln.top < 3 * max(ln.size, 1.0)):
         ln.text, ln.top = f"{ln.text} {lines[nxt].text}", lines[nxt].top
         del lines[nxt], styles[nxt]
-    while (nxt < len(lines) and styles[nxt] == _Style(style.size, style.bold, None)
+    while (nxt < len(lines) and _continues(lines[nxt], styles[nxt], style)
            and 0 < lines[nxt].top - ln.top < 2.2 * max(ln.size, 1.0)
-           and (lines[nxt].text[0].islower() or len(ln.text) >= 45 or title
+           and (lines[nxt].text[0].islower() or ln.right >= margin - _WRAP_EMS * ln.size
+                or title
                 or _CONNECTOR_END.search(ln.text) or _CONNECTOR_START.match(lines[nxt].text))
            and len(ln.text) + len(lines[nxt].text) <= 200):
         ln.text, ln.top = f"{ln.text} {lines[nxt].text}", lines[nxt].top
@@ -431,9 +445,11 @@ def _layout_headings(pages: list[list[_Line]], toc: set[int]) -> None:
                       or _TOC_TITLE.match(ln.text)), len(lines)) if p in toc else len(lines)
         styles = [None if row or k >= limit else _candidate(ln, body, body_bold)
                   for k, (ln, row) in enumerate(zip(lines, _shares_row(lines), strict=True))]
+        margin = max((ln.right for ln in lines), default=0.0)
         for k in range(len(lines)):
             if k < len(lines) and styles[k] is not None:
-                _merge_wrapped(lines, styles, k, p == 0 and lines[k].size >= title_size)
+                _merge_wrapped(lines, styles, k, p == 0 and lines[k].size >= title_size,
+                               margin)
         cover = p == 0 and sum(st is not None for st in styles) > 3
         for k, (ln, style) in enumerate(zip(lines, styles, strict=True)):
             if style is None:
