@@ -144,7 +144,7 @@ def synthetic(src: Path, pages: int, out: Path) -> Path:
 
 #: The converter's tuned constants and the values swept around each default.
 SWEEP = {"HEADING_SIZE": (1.05, 1.1, 1.15, 1.25, 1.4), "TITLE_SIZE": (1.15, 1.3, 1.6),
-         "RUNNING_SHARE": (0.1, 0.2, 0.4)}
+         "RUNNING_SHARE": (0.1, 0.2, 0.4), "WRAP_EMS": (4, 8, 16)}
 
 
 def sensitivity(out_dir: Path) -> int:

@@ -61,7 +61,7 @@ _BULLET = re.compile(r"^(?:[•▪●◦\-–*]|\(?[a-z0-9]{1,3}\)|\d{1,2}\.)\s"
 _CELL = re.compile(r"^(?:\(?\$?\d[\d,.]*\)?%?|[-–—]+|n/?m|n/?a)$", re.IGNORECASE)
 _CURRENCY = {"$", "€", "£", "%"}
 _HYPHENS = "-\u00ad\ufffe"
-_WRAP_EMS = 8  # a line ending this many ems short of the page's right margin did not wrap
+WRAP_EMS = 8  # a line ending this many ems short of the page's right margin did not wrap
 _EDGE = 3  # lines at the top and bottom of a page that may be running headers/footers
 # Sensitivity on the nine FinanceBench filings: benchmarks/results/convert-pdf-sensitivity.md.
 HEADING_SIZE = 1.15  # glyph height over the body's from which a line is "bigger"
@@ -418,7 +418,7 @@ def _merge_wrapped(lines: list[_Line], styles: list[_Style | None], k: int,
         del lines[nxt], styles[nxt]
     while (nxt < len(lines) and _continues(lines[nxt], styles[nxt], style)
            and 0 < lines[nxt].top - ln.top < 2.2 * max(ln.size, 1.0)
-           and (lines[nxt].text[0].islower() or ln.right >= margin - _WRAP_EMS * ln.size
+           and (lines[nxt].text[0].islower() or ln.right >= margin - WRAP_EMS * ln.size
                 or title
                 or _CONNECTOR_END.search(ln.text) or _CONNECTOR_START.match(lines[nxt].text))
            and len(ln.text) + len(lines[nxt].text) <= 200):
