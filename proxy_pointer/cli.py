@@ -182,18 +182,16 @@ def _read_source(path: str, encoding: str) -> tuple[str, tuple[int, ...]]:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from .convert import convert_file, converter_for
+    from .convert import converter_for
     from .errors import DocumentError
 
     if converter_for(args.file) is None:
         raise DocumentError(args.file, "is not a PDF, HTML or Word (.docx) file; Markdown and "
                             "text files are indexed as they are")
-    converted = convert_file(args.file)
-    for w in converted.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    starts = {} if args.no_pages else _page_markers(converted.page_starts)
+    markdown, page_starts = _read_source(args.file, "utf-8")
+    starts = {} if args.no_pages else _page_markers(page_starts)
     out: list[str] = []
-    for n, line in enumerate(converted.markdown.splitlines(keepends=True), 1):
+    for n, line in enumerate(markdown.splitlines(keepends=True), 1):
         out.extend(f"<!-- page {p} -->\n" for p in starts.get(n, ()))
         out.append(line)
     sys.stdout.write("".join(out))

@@ -123,9 +123,7 @@ def text_digest(text: str) -> str:
 def bytes_digest(data: bytes, name: str) -> str:
     """The SHA-256 (hex) of a converted file's bytes and its converter's id: a new converter
     version converts every such file again, as a changed file is."""
-    conv = converter_for(name)
-    ident = converter_id(conv) if conv is not None else ""
-    return sha256(ident.encode("utf-8") + b"\0" + data).hexdigest()
+    return sha256(_converter_of(name).encode("utf-8") + b"\0" + data).hexdigest()
 
 
 def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
@@ -188,6 +186,7 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
 
 
 def _converter_of(name: str) -> str:
+    """The id of the converter for a file called ``name`` (``""`` for text formats)."""
     conv = converter_for(name)
     return converter_id(conv) if conv is not None else ""
 

@@ -262,26 +262,22 @@ class _Run:
         """Read a batch; set aside unchanged and unreadable files, return the rest."""
         out: list[ReadDocument] = []
         for src, _ in batch:
+            kind, data = src.kind, None
             if src.text is None and converter_for(src.source_path) is not None:
                 # PDF, HTML, Word: hashed as bytes here, converted where it is parsed.
                 data = self._read_bytes(src.source_path)
                 if data is None:
                     continue
-                digest = bytes_digest(data, src.source_path)
-                if self.stored_sha256.get(src.doc_id) == digest:
-                    self.result.unchanged.append(src.doc_id)
+                kind, text, digest = "markdown", "", bytes_digest(data, src.source_path)
+            else:
+                read = src.text if src.text is not None else self._read_file(src.source_path)
+                if read is None:
                     continue
-                out.append(ReadDocument(src.doc_id, src.source_path, "markdown", "", digest,
-                                        data=data))
-                continue
-            text = src.text if src.text is not None else self._read_file(src.source_path)
-            if text is None:
-                continue
-            digest = text_digest(text)
+                text, digest = read, text_digest(read)
             if self.stored_sha256.get(src.doc_id) == digest:
                 self.result.unchanged.append(src.doc_id)
                 continue
-            out.append(ReadDocument(src.doc_id, src.source_path, src.kind, text, digest,
+            out.append(ReadDocument(src.doc_id, src.source_path, kind, text, digest, data=data,
                                     pages=src.pages, converter=src.converter))
         return out
 
