@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .convert.base import page_span
+from .convert.base import page_label, page_span
 from .errors import ConfigError
 from .lexical import terms as line_terms_of
 from .ranking import Candidate
@@ -111,10 +111,7 @@ class Section:
         """Where the section is, for people: ``"lines 12-30"``, and for a PDF's section
         ``"p. 37-38, lines 12-30"``."""
         lines = f"lines {self.start_line}-{self.end_line}"
-        if self.pages is None:
-            return lines
-        a, b = self.pages
-        return f"p. {a}, {lines}" if a == b else f"p. {a}-{b}, {lines}"
+        return lines if self.pages is None else f"{page_label(self.pages)}, {lines}"
 
     def pages_of(self, first: int, last: int) -> tuple[int, int] | None:
         """First and last page of this section's 1-based lines ``first..last``."""

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .convert.base import page_label
 from .errors import ConfigError
 from .llm.base import LLM
 from .refs import Ref
@@ -181,8 +182,7 @@ class Citation:
 
     def __str__(self) -> str:
         if self.pages is not None:
-            a, b = self.pages
-            return f"[{self.ref}, p. {a}]" if a == b else f"[{self.ref}, p. {a}-{b}]"
+            return f"[{self.ref}, {page_label(self.pages)}]"
         if self.start_line is None:
             return f"[{self.ref}]"
         if self.start_line == self.end_line:

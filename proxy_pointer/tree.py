@@ -44,7 +44,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .convert.base import page_span
+from .convert.base import page_label, page_span
 from .errors import ConfigError, DocumentError, IndexCorruptError
 from .headings import Heading, find_headings
 
@@ -412,7 +412,7 @@ def format_tree(tree: Tree, noise: Mapping[str, str] | None = None, *,
             line += f" (subtree {n.start + 1}-{n.end})"
         span = page_span(pages, a, max(a, b))
         if span is not None:
-            line += f"  p. {span[0]}" + (f"-{span[1]}" if span[1] != span[0] else "")
+            line += f"  {page_label(span)}"
         if n.recovered:
             line += "  [recovered]"
         if n.node_id in marks:

@@ -10,7 +10,7 @@ import importlib
 import os
 
 from ..documents import read_bytes
-from .base import ConversionError, Converted, Converter, page_of, page_span
+from .base import ConversionError, Converted, Converter, page_label, page_of, page_span
 
 __all__ = [
     "CONVERTERS",
@@ -21,6 +21,7 @@ __all__ = [
     "convert_file",
     "converter_for",
     "converter_id",
+    "page_label",
     "page_of",
     "page_span",
 ]

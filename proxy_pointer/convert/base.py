@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from ..errors import DocumentError
 
-__all__ = ["ConversionError", "Converted", "Converter", "page_of", "page_span"]
+__all__ = ["ConversionError", "Converted", "Converter", "page_label", "page_of", "page_span"]
 
 
 class ConversionError(DocumentError):
@@ -74,3 +74,9 @@ def page_span(page_starts: tuple[int, ...], first: int, last: int
     a, b = page_of(page_starts, first), page_of(page_starts, max(first, last))
     assert a is not None and b is not None
     return a, b
+
+
+def page_label(span: tuple[int, int]) -> str:
+    """A page span as people write it: ``"p. 37"``, ``"p. 37-38"``."""
+    a, b = span
+    return f"p. {a}" if a == b else f"p. {a}-{b}"
