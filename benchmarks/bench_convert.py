@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import DATA, RESULTS, environment, peak_rss_mib, run_child, write_report
+from .harness.dataset import pdf_page_texts
 
 DOCS = DATA / "financebench-dev" / "docs"
 ITEM_LINE = re.compile(r"^\s*Item\s+(\d+[A-Z]?)\.", re.IGNORECASE)
@@ -51,18 +52,8 @@ def pin_one_cpu() -> None:
 
 def plain_pages(path: Path) -> tuple[list[str], float]:
     """Every page's plain text and the seconds pypdfium2 took to read it."""
-    import pypdfium2 as pdfium
-
     t0 = time.perf_counter()
-    pdf = pdfium.PdfDocument(str(path))
-    texts = []
-    for i in range(len(pdf)):
-        page = pdf[i]
-        tp = page.get_textpage()
-        texts.append(tp.get_text_range())
-        tp.close()
-        page.close()
-    pdf.close()
+    texts = pdf_page_texts(path)
     return texts, time.perf_counter() - t0
 
 

@@ -172,30 +172,37 @@ def load_dataset(path: str | Path, *, limit: int | None = None,
                    matching=matching, pages=pages)
 
 
-def read_pdf_text(path: Path) -> tuple[str, tuple[int, ...]]:
-    """The plain pypdfium2 text of the PDF at ``path``, pages joined with a line break, and
-    the offset at which each page starts; :class:`DocumentError` when it cannot be read."""
-    try:
-        import pypdfium2 as pdfium
-    except ImportError as exc:  # pragma: no cover - installed with the PDF converter
-        raise DocumentError(str(path), "reading PDFs needs pypdfium2 "
-                            "(pip install 'proxy-pointer[pdf]')") from exc
-    if not path.is_file():
-        raise DocumentError(str(path), "document named in questions.jsonl does not exist")
-    try:
-        pdf = pdfium.PdfDocument(str(path))
-    except pdfium.PdfiumError as exc:
-        raise DocumentError(str(path), f"not a readable PDF ({exc})") from None
+def pdf_page_texts(path: Path) -> list[str]:
+    """Each page's plain pypdfium2 text (``get_text_range``, as it comes) of the PDF at
+    ``path``, pages opened and closed one at a time; ``pypdfium2.PdfiumError`` when it
+    cannot be read."""
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(str(path))
     texts: list[str] = []
     try:
         for i in range(len(pdf)):
             page = pdf[i]
             textpage = page.get_textpage()
-            texts.append(textpage.get_text_range().replace("\r\n", "\n").replace("\r", "\n"))
+            texts.append(textpage.get_text_range())
             textpage.close()
             page.close()
     finally:
         pdf.close()
+    return texts
+
+
+def read_pdf_text(path: Path) -> tuple[str, tuple[int, ...]]:
+    """The plain pypdfium2 text of the PDF at ``path``, pages joined with a line break, and
+    the offset at which each page starts; :class:`DocumentError` when it cannot be read."""
+    import pypdfium2 as pdfium
+
+    if not path.is_file():
+        raise DocumentError(str(path), "document named in questions.jsonl does not exist")
+    try:
+        texts = [t.replace("\r\n", "\n").replace("\r", "\n") for t in pdf_page_texts(path)]
+    except pdfium.PdfiumError as exc:
+        raise DocumentError(str(path), f"not a readable PDF ({exc})") from None
     starts, offset = [], 0
     for t in texts:
         starts.append(offset)
