@@ -11,9 +11,9 @@ report with parts, items and notes gets ``#``/``##``/``###`` and a paper numbere
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-__all__ = ["NUMBERED_HEADING", "levels", "numbering_rank", "used_ranks"]
+__all__ = ["NUMBERED_HEADING", "levels", "numbering_rank"]
 
 _ROMAN = r"(?:[IVXLC]+)"
 _NUM = rf"(?:\d+[A-Z]?|{_ROMAN})"
@@ -67,8 +67,3 @@ def levels(ranks: Sequence[int | float | None], *, top: int = 1) -> list[int | N
     used = sorted({r for r in ranks if r is not None})
     level = {r: min(6, top + i) for i, r in enumerate(used)}
     return [None if r is None else level[r] for r in ranks]
-
-
-def used_ranks(ranks: Iterable[int | float | None]) -> list[int | float]:
-    """The distinct ranks in ``ranks``, sorted (for reports and tests)."""
-    return sorted({r for r in ranks if r is not None})
