@@ -78,7 +78,11 @@ class Section:
     the section's lines came from, for documents converted from a paged format (PDF);
     a trimmed section's are the pages of the lines its ``text`` holds. ``page_breaks``: the
     lines of the section on which its later pages start, so that a citation of some of its
-    lines gets its own pages (:meth:`pages_of`).
+    lines gets its own pages (:meth:`pages_of`). ``packed_spans`` are the (1-based,
+    inclusive) line spans that ``text`` holds: the heading and every block or piece of a
+    line taken (a whole section: one span). ``relevance`` is the cosine similarity of the
+    question and the section's best-matching chunk, clipped to 0-1: unlike ``score`` (a
+    rank fusion, ~0.01-0.03) it can be compared across questions and cut at a threshold.
     """
 
     doc_id: str
@@ -95,6 +99,8 @@ class Section:
     also_in: tuple[str, ...] = ()
     pages: tuple[int, int] | None = None  # (first, last) 1-based pages, converted PDFs only
     page_breaks: tuple[int, ...] = ()  # lines inside the section on which a new page starts
+    packed_spans: tuple[tuple[int, int], ...] = ()  # lines ``text`` holds, 1-based, inclusive
+    relevance: float = 0.0  # cosine of question and best chunk, 0-1 (set by the retriever)
 
     @property
     def ref(self) -> str:
@@ -131,6 +137,7 @@ class Section:
         d["also_in"] = list(self.also_in)
         d["pages"] = list(self.pages) if self.pages is not None else None
         d["page_breaks"] = list(self.page_breaks)
+        d["packed_spans"] = [list(s) for s in self.packed_spans]
         return d
 
 def ref(cand: Candidate, start: int, end: int) -> str:
@@ -432,6 +439,7 @@ def _emit(index: Corpus, p: _Plan) -> Section | None:
                        start_line=p.start + 1, end_line=p.end, text=p.window,
                        score=float(cand.score), tokens=p.costs[0],
                        matched_spans=spans, also_in=tuple(cand.also_in),
+                       packed_spans=((p.start + 1, p.end),),
                        **_pages(index, cand.doc_id, p.start + 1, p.end))
     tree = index.tree(cand.doc_id)
     node = tree.get(cand.node_id)  # type: ignore[arg-type]
@@ -459,23 +467,25 @@ def _emit(index: Corpus, p: _Plan) -> Section | None:
     # Word pieces never span a line break or a piece's cut, so what the plan counted is
     # exact; a cut (or a piece cut inside a word) is counted again.
     tokens = count_tokens(text) if p.cut is not None or pieces else p.used
+    packed = _packed_spans(p)  # a trimmed section's pages are those its text came from
     return Section(doc_id=cand.doc_id, node_id=cand.node_id, title=node.title,
                    path=node.path, start_line=p.start + 1, end_line=p.end, text=text,
                    score=float(cand.score), tokens=tokens,
                    trimmed=p.gaps > 0 or p.cut is not None, matched_spans=spans,
-                   also_in=tuple(cand.also_in),
-                   **_pages(index, cand.doc_id, *_kept_lines(p), p.end))
+                   also_in=tuple(cand.also_in), packed_spans=packed,
+                   **_pages(index, cand.doc_id, packed[0][0], packed[-1][1], p.end))
 
 
-def _kept_lines(p: _Plan) -> tuple[int, int]:
-    """1-based first and last line of what a section's text holds (its heading and kept
-    units): a trimmed section's pages are those its text came from, not the whole span."""
-    spans = [(i, j) for u, (i, j, _, _) in enumerate(p.units) if u in p.keep]
-    if p.lo > p.start:
-        spans.append((p.start, p.lo))
-    if not spans:
-        return p.start + 1, p.end
-    return min(i for i, _ in spans) + 1, max(max(j, i + 1) for i, j in spans)
+def _packed_spans(p: _Plan) -> tuple[tuple[int, int], ...]:
+    """The 1-based inclusive runs of lines a section's text holds: its heading and its
+    kept units (a piece of a long line counts its line), adjacent ones joined."""
+    runs: list[list[int]] = [[p.start, p.lo]] if p.lo > p.start else []
+    for i, j in sorted({p.units[u][:2] for u in p.keep}):
+        if runs and i <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], j)
+        else:
+            runs.append([i, j])
+    return tuple((i + 1, max(j, i + 1)) for i, j in runs)
 
 
 def _pages(index: Corpus, doc_id: str, first: int, last: int, end: int | None = None

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import defaults
 from .errors import ConfigError
-from .packing import Section, merge_duplicates, pack_evidence, pack_sections
+from .packing import Section, merge_duplicates, pack_evidence, pack_sections, ref
 from .ranking import MODES, fuse_ranks, group, keep_documents, promote, rank_nodes, select
 from .rerank import rerank
 from .tree import normalize_title
@@ -206,7 +206,7 @@ class Retriever:
             timings["rerank"] = time.perf_counter() - t1
         timings["dedupe"] = time.perf_counter() - t
         t = time.perf_counter()
-        sections, omitted = self._assemble(question, candidates, cfg)
+        sections, omitted = self._assemble(question, candidates, cfg, q)
         timings["slice"] = time.perf_counter() - t
         used = sum(s.tokens for s in sections)
         return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates),
@@ -284,10 +284,10 @@ class Retriever:
         return sorted(scores.items(), key=lambda t: (-t[1], t[0]))
 
     # --- assembly -------------------------------------------------------------------
-    def _assemble(self, question: str, candidates: list[Any], cfg: RetrievalConfig
-                  ) -> tuple[list[Section], list[str]]:
-        """Sections within the budget, and the refs of selected ones left out for lack
-        of it."""
+    def _assemble(self, question: str, candidates: list[Any], cfg: RetrievalConfig,
+                  query: np.ndarray) -> tuple[list[Section], list[str]]:
+        """Sections within the budget (each with its :attr:`~.packing.Section.relevance`),
+        and the refs of selected ones left out for lack of it."""
         idx = self.corpus
         # Twice k are selected so that copies merged away leave room for other sections.
         selected = select(idx, candidates, k=2 * cfg.k, expand=cfg.expand)
@@ -297,10 +297,13 @@ class Retriever:
         cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
         terms = idx.term_weights(question)
         if cfg.packing == "evidence":
-            return pack_evidence(idx, selected, cfg.budget, terms,
-                                 lexical_weight=cfg.lexical_weight,
-                                 cap=cap if cfg.evidence_cap else None)
-        return pack_sections(idx, selected, cfg.budget, cap, terms)
+            sections, omitted = pack_evidence(idx, selected, cfg.budget, terms,
+                                              lexical_weight=cfg.lexical_weight,
+                                              cap=cap if cfg.evidence_cap else None)
+        else:
+            sections, omitted = pack_sections(idx, selected, cfg.budget, cap, terms)
+        relevance = _relevance(idx, selected, query)
+        return [replace(s, relevance=relevance.get(s.ref, 0.0)) for s in sections], omitted
 
 
 # --- helpers ----------------------------------------------------------------------------
@@ -345,6 +348,20 @@ def _labelled_rows(index: Corpus, labels: list[tuple[str, str]]) -> set[int]:
             cache[key] = rows
         found |= cache[key]
     return found
+
+
+def _relevance(index: Corpus, selected: list[Any], query: np.ndarray) -> dict[str, float]:
+    """Ref -> cosine similarity of the question and the section's best hit chunk, clipped
+    to 0-1 (one read of the selected sections' rows)."""
+    rows = sorted({r for cand, _ in selected for r in cand.rows})
+    if not rows:
+        return {}
+    vectors = np.asarray(index.vectors_of(rows), dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+    cos = (vectors @ query) / np.where(norms > 0, norms, 1.0)
+    sims = dict(zip(rows, cos.tolist(), strict=True))
+    return {ref(cand, *rng): min(1.0, max(0.0, max(sims[r] for r in cand.rows)))
+            for cand, rng in selected}
 
 
 def _has_prefix(path: Sequence[str], want: Sequence[str]) -> bool:

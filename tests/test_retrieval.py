@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,46 @@ def test_stored_line_counts_give_exact_section_sizes(tmp_path: Path) -> None:
         assert len(counts) == len(tree.lines)
         for node in tree:
             assert sum(counts[node.start:node.end]) == count_tokens(tree.section_text(node))
+
+
+@pytest.mark.parametrize("budget", [60, 150, 400, 2000])
+def test_packed_spans_are_the_lines_the_text_holds(index: Index, budget: int) -> None:
+    res = index.retrieve("water demand supply reservoir storage desalination", budget=budget,
+                         k=5)
+    assert res.sections
+    for s in res.sections:
+        spans = s.packed_spans
+        assert spans and spans[0][0] == s.start_line  # the heading is always handed over
+        assert all(s.start_line <= a <= b <= s.end_line for a, b in spans)
+        assert all(b < c for (_, b), (c, _) in itertools.pairwise(spans))  # sorted, disjoint
+        if not s.trimmed:
+            assert spans == ((s.start_line, s.end_line),)
+        held = "".join(_lines(index, s.doc_id, a, b) for a, b in spans)
+        for line in s.text.splitlines():  # every line of text comes from a packed span
+            piece = line.replace("[…]", "").strip()
+            assert piece in held, (s.ref, line)
+        left_out = [n for n in range(s.start_line, s.end_line + 1)
+                    if not any(a <= n <= b for a, b in spans)]
+        assert bool(left_out) == (s.trimmed and any(
+            _lines(index, s.doc_id, n, n).strip() for n in left_out))
+
+
+def test_relevance_is_the_best_chunks_cosine_in_0_1(index: Index) -> None:
+    import numpy as np
+
+    q = "desalination plant reverse osmosis solar farm cubic metres"
+    res = index.retrieve(q, budget=2000, k=5)
+    vec = np.asarray(index.embedder.embed_query(q), dtype=np.float32)
+    vec /= np.linalg.norm(vec)
+    for s in res.sections:
+        assert 0.0 <= s.relevance <= 1.0
+        rows = [r for r in index.rows_for([s.doc_id]).tolist()
+                if s.start_line - 1 <= index.chunks[r].start_line < s.end_line]  # 0-based
+        vectors = index.vectors_of(rows)
+        best = max(0.0, float((vectors @ vec / np.linalg.norm(vectors, axis=1)).max()))
+        assert s.relevance <= best + 1e-5  # at most the section's best chunk
+    top = res.sections[0]
+    assert top.title == "3.1 Desalination plant" and top.relevance > 0.3
+    unrelated = index.retrieve("zzqx vorpal quux", budget=2000, k=1).sections
+    assert not unrelated or unrelated[0].relevance < top.relevance
+    assert res.to_dict()["contexts"][0]["relevance"] == top.relevance
