@@ -1,14 +1,17 @@
 """LlamaIndex retriever: proxy-pointer sections as LlamaIndex nodes.
 
 Needs ``llama-index-core`` (``pip install 'proxy-pointer[llama-index]'``). Each result is a
-``NodeWithScore`` whose ``TextNode`` holds a whole section (or its trimmed window) and
-whose ``metadata`` carries the pointers: ``doc_id``, ``node_id``, ``ref``, ``title``,
-``path`` (the breadcrumb as a list), ``breadcrumb`` (joined with `` > ``), ``start_line``
-and ``end_line`` (1-based, inclusive), ``pages`` (first and last page of a converted PDF's
-section, else None), ``tokens``, ``trimmed`` and ``score``. The node's id
-is its ``ref``, so a section retrieved twice is the same node, and its source document is
-``doc_id`` (``node.ref_doc_id``). An LLM reading the node sees only ``ref`` and
-``breadcrumb`` above the text (what it needs to cite); no metadata is embedded.
+``NodeWithScore`` whose ``TextNode`` holds a whole section (or the blocks of it the budget
+held) and whose ``metadata`` carries the pointers
+(:func:`~proxy_pointer.adapters.section_metadata`: ``ref``, ``doc_id``, ``node_id``,
+``breadcrumb``, lines, ``pages``, ``score`` and ``relevance``). The node's score is the
+section's 0-1 ``relevance`` (cosine similarity of the question and its best chunk), so
+``SimilarityPostprocessor(similarity_cutoff=...)`` works as with a vector store; the raw
+rank-fusion score stays in ``metadata["score"]``. The node's id is its ``ref``, so a
+section retrieved twice is the same node, and its source document is ``doc_id``
+(``node.ref_doc_id``). An LLM reading the node sees only ``ref`` and ``breadcrumb`` above
+the text (what it needs to cite); no metadata is embedded. It takes the LangChain
+retriever's arguments (:mod:`.adapters`); unknown names are refused.
 
 >>> retriever = ProxyPointerRetriever(index_dir=".proxy-pointer-index", k=3)  # doctest: +SKIP
 >>> retriever.retrieve("What is the baseline?")                            # doctest: +SKIP
@@ -39,8 +42,9 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     ) from e
 
 from . import defaults
+from .adapters import open_index, retrieval_options, section_metadata
 from .index import Index
-from .retrieval import RetrievalConfig, Section
+from .retrieval import Section
 
 __all__ = ["ProxyPointerRetriever", "section_to_node"]
 
@@ -50,16 +54,14 @@ _FOR_LLM = ("ref", "breadcrumb")
 
 def section_to_node(section: Section) -> NodeWithScore:
     """A LlamaIndex node for one retrieved section, pointers in its metadata."""
-    meta = section.to_dict()
-    text = meta.pop("text")
-    meta.update(ref=section.ref, breadcrumb=section.breadcrumb)
+    meta = section_metadata(section)
     node = TextNode(
-        id_=section.ref, text=text, metadata=meta,
+        id_=section.ref, text=section.text, metadata=meta,
         relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=section.doc_id)},
         excluded_llm_metadata_keys=[key for key in meta if key not in _FOR_LLM],
         excluded_embed_metadata_keys=list(meta),
     )
-    return NodeWithScore(node=node, score=section.score)
+    return NodeWithScore(node=node, score=section.relevance)
 
 
 class ProxyPointerRetriever(BaseRetriever):
@@ -79,17 +81,11 @@ class ProxyPointerRetriever(BaseRetriever):
                  options: Mapping[str, Any] | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False,
                  **more_options: Any) -> None:
-        if index is None:
-            if index_dir is None:
-                raise ValueError("give index= (an Index) or index_dir= (a saved index)")
-            index = Index.load(index_dir)
-        elif not isinstance(index, Index):
-            raise ValueError(f"index must be a proxy_pointer Index, got {type(index)}")
-        self.index = index
+        self.index = open_index(index, index_dir)
         self.k = k
         self.budget = budget
-        self.options = {**(options or {}), **more_options}
-        RetrievalConfig(**self._settings())  # validate early
+        self.options = retrieval_options(options or {}, more_options)
+        self._settings()  # k and budget validated with the rest
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def with_options(self, **options: Any) -> ProxyPointerRetriever:
@@ -98,12 +94,12 @@ class ProxyPointerRetriever(BaseRetriever):
         other = copy.copy(self)
         other.k = options.pop("k", self.k)
         other.budget = options.pop("budget", self.budget)
-        other.options = {**self.options, **options}
-        RetrievalConfig(**other._settings())
+        other.options = retrieval_options(self.options, options)
+        other._settings()
         return other
 
     def _settings(self) -> dict[str, Any]:
-        return {"k": self.k, "budget": self.budget, **self.options}
+        return retrieval_options({"k": self.k, "budget": self.budget}, self.options)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = self.index.retrieve(query_bundle.query_str, **self._settings())

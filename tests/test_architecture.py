@@ -56,7 +56,7 @@ LAYERS = [
     {"ingest.parsing", "ingest.executor", "ingest.ray", "ingest.pipeline", "ingest.factory",
      "ingest"},
     {"index"},  # the writer; its retrieve/ask call the layers below
-    {"service"},
+    {"service", "adapters"},
     {"cli", "langchain", "llama_index", "serve", "mcp_server", "__init__"},
 ]
 

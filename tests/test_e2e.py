@@ -84,3 +84,25 @@ def test_readme_main_job_on_the_bundled_sample(tmp_path: Path, capsys, monkeypat
     data = json.loads(capsys.readouterr().out)
     assert data["tokens_used"] <= 500
     assert data["contexts"][0]["doc_id"] == "1908.05828.md"
+
+
+def test_llama_index_similarity_cutoff_keeps_relevant_sections(index: Index) -> None:
+    """Node scores are the 0-1 relevance, so a vector-store style cutoff of 0.5 keeps the
+    section that answers and drops what is off topic (with fusion scores of ~0.02 the
+    query engine answered "Empty Response")."""
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.postprocessor import SimilarityPostprocessor
+    from llama_index.core.query_engine import RetrieverQueryEngine
+
+    from proxy_pointer.llama_index import ProxyPointerRetriever
+
+    engine = RetrieverQueryEngine.from_args(
+        ProxyPointerRetriever(index=index, k=5), llm=MockLLM(),
+        node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=0.5)])
+    answer = engine.query("What is the capacity of the desalination plant?")
+    assert str(answer) != "Empty Response"
+    assert answer.source_nodes[0].node.metadata["title"] == "3.1 Desalination plant"
+    assert all(n.score >= 0.5 for n in answer.source_nodes)
+    off_topic = engine.query("Who won the football world cup in 1966?")
+    assert str(off_topic) == "Empty Response" and not off_topic.source_nodes

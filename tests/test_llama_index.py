@@ -28,7 +28,8 @@ def test_nodes_are_the_retrieved_sections_with_their_pointers() -> None:
         node, meta = got.node, got.node.metadata
         assert node.node_id == section.ref == meta["ref"] == f"{section.doc_id}#{section.node_id}"
         assert node.get_content() == section.text
-        assert got.score == meta["score"] == section.score
+        assert got.score == meta["relevance"] == section.relevance  # 0-1, for cutoffs
+        assert meta["score"] == section.score  # the raw fusion score
         assert node.ref_doc_id == meta["doc_id"] == section.doc_id
         assert meta["node_id"] == section.node_id and meta["title"] == section.title
         assert meta["path"] == list(section.path)

@@ -1,0 +1,73 @@
+"""What the framework retrievers (:mod:`.langchain`, :mod:`.llama_index`) share.
+
+One argument set: an open ``index`` or an ``index_dir`` (a saved index or a
+``milvus:URI[#NAME]`` location), plus any :class:`~.retrieval.RetrievalConfig` field
+(``k``, ``budget``, ``doc_ids``, ``path_prefix``, ``mode``, ...) given as a keyword or in
+``options``. Every name is checked and every value validated when the retriever is made
+(and again for per-call settings), so a typo like ``budegt=10`` is a
+:class:`~.errors.ConfigError` naming it, never a setting silently dropped.
+
+One metadata shape: :func:`section_metadata`, the result payload's fields of a section
+(:meth:`~.packing.Section.to_dict`) without its text and with its ``breadcrumb``. Its
+``relevance`` (0-1: cosine similarity of the question and the section's best chunk) is the
+score frameworks compare with a cutoff; ``score`` is the raw rank-fusion score.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+from .errors import ConfigError
+from .index import Index
+from .packing import Section
+from .retrieval import RetrievalConfig
+
+__all__ = ["OPTIONS", "open_index", "retrieval_options", "section_metadata"]
+
+#: The settings a framework retriever takes besides ``index``/``index_dir``.
+OPTIONS: tuple[str, ...] = tuple(f.name for f in fields(RetrievalConfig))
+
+
+def open_index(index: Index | None, index_dir: str | os.PathLike[str] | None) -> Index:
+    """``index`` itself, or the index saved at ``index_dir``; :class:`ConfigError` when
+    neither (or something else) is given."""
+    if index is None:
+        if index_dir is None:
+            raise ConfigError("give index= (an Index) or index_dir= (a saved index)")
+        return Index.load(index_dir)
+    if not isinstance(index, Index):
+        raise ConfigError(f"index must be a proxy_pointer Index, got {type(index).__name__}")
+    return index
+
+
+def retrieval_options(*layers: Mapping[str, Any]) -> dict[str, Any]:
+    """``layers`` of settings merged (later ones win), every name checked against
+    :data:`OPTIONS` and the values validated; :class:`ConfigError` names an unknown
+    setting (with the closest known one) or a bad value."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update(layer)
+    for name in merged:
+        if name not in OPTIONS:
+            close = difflib.get_close_matches(name, OPTIONS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"unknown retriever setting {name!r}{hint}; settings: "
+                              f"index, index_dir, {', '.join(OPTIONS)}")
+    RetrievalConfig(**merged)
+    return merged
+
+
+def section_metadata(section: Section) -> dict[str, Any]:
+    """A retrieved section's pointers, for a framework document's metadata: ``ref``,
+    ``doc_id``, ``node_id``, ``title``, ``path`` (list), ``breadcrumb`` (joined with
+    `` > ``), 1-based inclusive ``start_line``/``end_line``, ``pages`` (first, last; None
+    but for converted PDFs), ``score``, ``relevance`` (0-1), ``tokens``, ``trimmed``,
+    ``also_in`` and the line spans (``matched_spans``, ``packed_spans``)."""
+    meta = section.to_dict()
+    del meta["text"]
+    meta["breadcrumb"] = section.breadcrumb
+    return meta
