@@ -307,12 +307,14 @@ def test_openai_timeout(openai_server):
     assert len(openai_server.requests) == 2
 
 
-def test_openai_connection_refused():
+def test_openai_connection_refused_fails_at_once():
     sleeps = Sleeps()
-    llm = OpenAICompatibleLLM(closed_port_url(), "m", max_retries=2, sleep=sleeps)
-    with pytest.raises(LLMError, match="network error"):
+    url = closed_port_url()
+    llm = OpenAICompatibleLLM(url, "m", max_retries=5, sleep=sleeps)
+    with pytest.raises(LLMError, match=rf"{url}/v1/chat/completions: cannot connect .*"
+                                       "is the server running"):
         llm.generate("q")
-    assert len(sleeps) == 2
+    assert sleeps == []  # no retries: five of them took 24 s
 
 
 def test_openai_reply_without_usage_or_text(openai_server):

@@ -94,7 +94,9 @@ class OpenAICompatibleLLM:
     ``OPENAI_API_KEY``; without one no ``Authorization`` header is sent, which local servers
     accept. Retries (:mod:`proxy_pointer._retry`) and errors as
     :class:`~proxy_pointer.llm.gemini.GeminiLLM`; a 429 that means an exhausted quota rather
-    than a rate limit fails at once.
+    than a rate limit fails at once, and so does a server that cannot be connected to
+    (nothing listening, unknown host): a wrong URL is reported in milliseconds, not after
+    half a minute of retries.
 
     Raises :class:`~proxy_pointer.errors.ConfigError` on a malformed ``base_url`` or empty
     ``model``; :meth:`generate` raises :class:`~proxy_pointer.errors.LLMError`.
@@ -157,6 +159,11 @@ class OpenAICompatibleLLM:
             response = client.post(self.url, json=body)
         except httpx.TimeoutException as exc:
             raise Transient(f"no reply within {self.timeout:g} s") from exc
+        except httpx.ConnectError as exc:
+            # Nothing listens there (refused, unknown host): retrying for half a minute
+            # would only delay the answer a misconfigured URL deserves.
+            raise LLMError(f"OpenAI-compatible server {self.url}: cannot connect ({exc}); "
+                           "is the server running at that address?") from exc
         except httpx.TransportError as exc:
             raise Transient(f"network error: {exc!r}") from exc
         status = response.status_code
