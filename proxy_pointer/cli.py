@@ -20,9 +20,12 @@ if TYPE_CHECKING:
     from .retrieval import Retrieval, RetrievalConfig
 
 from . import defaults
-from .errors import ConfigError, DocumentError, ProxyPointerError
+from .errors import ConfigError, DocumentError, NotFoundError, ProxyPointerError
 
 __all__ = ["main"]
+
+#: Seconds between progress lines of ``index`` when stderr is not a terminal.
+PROGRESS_EVERY = 30.0
 
 
 def _add_index_option(p: argparse.ArgumentParser) -> None:
@@ -81,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --noise: mark sections with less own text as skipped (default 0)")
     t.add_argument("--recover-headings", action="store_true",
                    help="promote bold-only and numbered lines to headings (converted PDFs)")
-    t.add_argument("--encoding", default="utf-8")
+    t.add_argument("--encoding", default="utf-8",
+                   help="encoding of a Markdown or text file (default %(default)s)")
 
     i = sub.add_parser("index", help="index files and folders (incremental)")
     i.add_argument("paths", nargs="+")
@@ -99,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="approximate search (memory-mapped IVF) at every size, not only past "
                    "200k chunks")
     i.add_argument("--recover-headings", action="store_true")
+    i.add_argument("--encoding", default="utf-8",
+                   help="encoding of Markdown and text files (default %(default)s)")
     i.add_argument("--no-noise-filter", action="store_true")
     i.add_argument("--cache-dir", default=None, help="embedding cache (default: user cache)")
     i.add_argument("--lock-timeout", type=float, default=0.0,
@@ -112,7 +118,9 @@ def _parser() -> argparse.ArgumentParser:
                         "a cluster; else a local Ray; needs proxy-pointer[ray])")
     i.add_argument("--batch-mb", type=float, default=None,
                    help="megabytes of text read, parsed and embedded per batch (default 2)")
-    i.add_argument("--quiet", action="store_true")
+    i.add_argument("--quiet", action="store_true",
+                   help="no progress (a bar on a terminal, else a line every "
+                        f"{PROGRESS_EVERY:.0f}s on stderr)")
 
     q = sub.add_parser("query", help="retrieve sections for a question (or a JSONL file)")
     q.add_argument("question", nargs="?")
@@ -267,7 +275,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         store, args.paths, embedder=embedder, chunk_config=chunk_config,
         vector_config=VectorIndexConfig(kind="ivf") if args.approximate else None,
         recover_headings=args.recover_headings, lock_timeout=args.lock_timeout,
-        root=args.root, include=tuple(args.include or DEFAULT_INCLUDE),
+        encoding=args.encoding, root=args.root, include=tuple(args.include or DEFAULT_INCLUDE),
         exclude=tuple(args.exclude), prune=args.prune, progress=bar,
         executor=make_executor(args.executor, workers=args.workers),
         batch_bytes=DEFAULT_BATCH_BYTES if args.batch_mb is None else int(args.batch_mb * 1e6),
@@ -275,7 +283,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.close()
     for problem in report.skipped:
-        print(f"warning: skipped {problem}", file=sys.stderr)
+        print(f"warning: skipped {_cli_hint(problem)}", file=sys.stderr)
     for note in report.warnings:
         print(f"warning: {note}", file=sys.stderr)
     for doc_id, same in report.duplicates:
@@ -306,26 +314,50 @@ class _Bar:
         self._bar.close()
 
 
-def _progress_bar(quiet: bool) -> _Bar | None:
-    return None if quiet or not sys.stderr.isatty() else _Bar()
+class _Lines:
+    """Indexing progress where stderr is a log (CI, nohup, Docker), not a terminal: a plain
+    line every :data:`PROGRESS_EVERY` seconds instead of a redrawn bar."""
+
+    def __init__(self) -> None:
+        self._last = 0.0
+
+    def __call__(self, event: IngestProgress) -> None:
+        if event.elapsed - self._last < PROGRESS_EVERY:
+            return
+        self._last = event.elapsed
+        print(f"indexing: {event.documents_done}/{event.documents_total} files, "
+              f"{event.bytes_done / 1e6:.1f}/{event.bytes_total / 1e6:.1f} MB, "
+              f"{event.chunks_done} chunks ({event.chunks_embedded} embedded), "
+              f"{event.elapsed:.0f}s", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(quiet: bool) -> _Bar | _Lines | None:
+    if quiet:
+        return None
+    return _Bar() if sys.stderr.isatty() else _Lines()
 
 
 def _open_index(args: argparse.Namespace) -> tuple[Index, RetrievalConfig]:
+    from .documents import resolve_doc_id
     from .index import Index
     from .retrieval import RetrievalConfig
     from .stores import open_store
 
     idx = Index.load(open_store(args.index, token=args.milvus_token))
     _wrap_cache(idx)
+    doc_ids: list[str] = []
+    for given in args.doc or ():  # as HTTP and MCP resolve them: also without the suffix
+        key = resolve_doc_id(given, idx.documents)
+        if key is None:
+            raise NotFoundError(f"no document {given!r} in {args.index}")
+        doc_ids.append(key)
     cfg = RetrievalConfig(budget=args.budget, k=args.k, k_search=args.k_search,
-                          doc_ids=tuple(args.doc) if args.doc else None,
-                          path_prefix=args.path, expand=args.expand, hybrid=args.hybrid,
-                          mode=args.mode, packing=args.packing)
-    if cfg.doc_ids:
-        unknown = [d for d in cfg.doc_ids if d not in idx.documents]
-        if unknown:
-            print(f"warning: no document {', '.join(map(repr, unknown))} in {args.index}",
-                  file=sys.stderr)
+                          doc_ids=tuple(doc_ids) or None, path_prefix=args.path,
+                          expand=args.expand, hybrid=args.hybrid, mode=args.mode,
+                          packing=args.packing)
     return idx, cfg
 
 
@@ -367,10 +399,6 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-_BATCH_FIELDS = ("ref", "doc_id", "node_id", "title", "path", "start_line", "end_line", "pages",
-                 "text", "score")
-
-
 def _batch_query(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -398,10 +426,9 @@ def _batch_query(args: argparse.Namespace) -> int:
             if args.per_doc and doc_id is not None:
                 doc_key = _resolve_doc(idx, doc_id)
                 qcfg = dataclasses.replace(cfg, doc_ids=(doc_key,))
-            res = idx.retrieve(question, qcfg)
-            contexts = [{k: v for k, v in s.to_dict().items() if k in _BATCH_FIELDS}
-                        for s in res.sections]
-            out.write(json.dumps({"id": qid, "contexts": contexts}, ensure_ascii=False) + "\n")
+            # the one payload (query --json, HTTP /query, MCP search), with the question's id
+            payload = {"id": qid, **idx.retrieve(question, qcfg).to_dict()}
+            out.write(json.dumps(payload, ensure_ascii=False) + "\n")
     finally:
         if out is not sys.stdout:
             out.close()
@@ -447,12 +474,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     service = Service(open_store(args.index, token=args.milvus_token), llm=llm)
     token = os.environ.get(TOKEN_ENV) or None
     health = service.health()
-    print(f"proxy-pointer: serving {args.index} ({health['documents']} documents, "
-          f"{health['chunks']} chunks) at http://{args.host}:{args.port} (API docs: /docs); "
-          f"/ask: {llm.model_id if llm is not None else 'off (no LLM)'}; POST /index: "
-          f"{'on' if token else f'off (set {TOKEN_ENV})'}", file=sys.stderr)
+
+    def announce() -> None:  # once the index, --docs-root and the app are good
+        print(f"proxy-pointer: serving {args.index} ({health['documents']} documents, "
+              f"{health['chunks']} chunks) at http://{args.host}:{args.port} (inspector: /, "
+              f"API docs: /docs); /ask: {llm.model_id if llm is not None else 'off (no LLM)'}"
+              f"; POST /index: {'on' if token else f'off (set {TOKEN_ENV})'}", file=sys.stderr)
+
     run(service, host=args.host, port=args.port, token=token or "", docs_root=args.docs_root,
-        log_level=args.log_level)
+        log_level=args.log_level, announce=announce)
     return 0
 
 
@@ -494,6 +524,12 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cli_hint(message: str) -> str:
+    """A library message as the CLI says it: the API's ``encoding=`` argument is the
+    ``--encoding`` option here."""
+    return message.replace("pass encoding=", "pass --encoding")
+
+
 _COMMANDS = {"convert": _cmd_convert, "tree": _cmd_tree, "index": _cmd_index, "query": _cmd_query,
              "section": _cmd_section, "serve": _cmd_serve, "ask": _cmd_ask, "mcp": _cmd_mcp}
 
@@ -504,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except ProxyPointerError as e:
-        print(f"proxy-pointer: error: {e}", file=sys.stderr)
+        print(f"proxy-pointer: error: {_cli_hint(str(e))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("proxy-pointer: interrupted; the index on disk is unchanged", file=sys.stderr)

@@ -14,6 +14,7 @@ __all__ = [
     "IndexCorruptError",
     "IndexLockedError",
     "IndexMismatchError",
+    "IndexNotFoundError",
     "LLMError",
     "NotFoundError",
     "ProxyPointerError",
@@ -48,6 +49,11 @@ class NotFoundError(ProxyPointerError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class IndexNotFoundError(NotFoundError):
+    """No index at a location: the directory does not exist or holds no committed index.
+    The message says how to build one."""
 
 
 class IndexCorruptError(ProxyPointerError):

@@ -27,7 +27,7 @@ from .corpus import ChunkRows, DocumentTable, Reader
 from .derived import Derived
 from .documents import DEFAULT_INCLUDE, discover
 from .embeddings import Embedder, make_embedder
-from .errors import ConfigError
+from .errors import ConfigError, DocumentError
 from .ingest import (
     DEFAULT_BATCH_BYTES,
     Executor,
@@ -447,7 +447,7 @@ def update_directory(location: str | os.PathLike[str] | Store,
                      *, embedder: Embedder | None = None, chunk_config: ChunkConfig | None = None,
                      vector_config: VectorIndexConfig | None = None,
                      recover_headings: bool = False, lock_timeout: float = 0.0,
-                     index_llm: LLM | None = None,
+                     index_llm: LLM | None = None, encoding: str = "utf-8",
                      **update_options: Any) -> tuple[Index, UpdateReport]:
     """Open (or create) the index at ``location``, update it from ``paths``, save atomically.
 
@@ -457,13 +457,20 @@ def update_directory(location: str | os.PathLike[str] | Store,
     vector-index setting and another one switches it (vectors are reused, nothing is
     re-embedded); other chunking settings raise :class:`ConfigError`. An index made by
     another chunker version is re-chunked (unchanged chunk texts are not re-embedded).
+    Text files are decoded with ``encoding``.
+
+    Raises :class:`DocumentError` naming ``paths`` when they hold no document or every
+    file was skipped (unreadable, undecodable, a corrupt PDF); nothing is written then, so
+    an existing index stays as it was.
     """
+    paths = list(paths)
     store = open_store(location)
     with store.lock(timeout=lock_timeout):
         existing = store.exists()
         if existing:
             idx = Index.load(store, embedder=embedder)
             idx.index_llm = index_llm
+            idx.encoding = encoding
             if (chunk_config is not None
                     and chunk_config.fitted(idx.embedder.max_tokens).to_dict()
                     != idx.chunk_config.to_dict()):
@@ -478,12 +485,26 @@ def update_directory(location: str | os.PathLike[str] | Store,
         else:
             idx = Index(embedder=embedder, chunk_config=chunk_config,
                         vector_config=vector_config, recover_headings=recover_headings,
-                        index_llm=index_llm)
+                        encoding=encoding, index_llm=index_llm)
             switched = stale = False
         report = idx.update(paths, **update_options)
+        if not (report.added or report.updated or report.unchanged):
+            raise DocumentError(", ".join(str(p) for p in paths) or "(no paths)",
+                                _nothing_indexed(report.skipped, update_options))
         if (report.added or report.updated or report.removed or switched or stale
                 or not existing):
             t = time.perf_counter()
             idx.save_locked(store)
             report.timings["write"] = time.perf_counter() - t
         return idx, report
+
+
+def _nothing_indexed(skipped: Sequence[str], options: Mapping[str, Any]) -> str:
+    """Why an update found nothing to index: no documents (and the globs looked for), or
+    the first few skipped files with their problems."""
+    if not skipped:
+        globs = options.get("include") or DEFAULT_INCLUDE
+        return f"no documents found (looked for {', '.join(globs)})"
+    shown = "; ".join(skipped[:3]) + (f"; and {len(skipped) - 3} more" if len(skipped) > 3
+                                      else "")
+    return f"every file was skipped ({len(skipped)}): {shown}"

@@ -326,9 +326,12 @@ def create_app(service: Service, *, token: str | None = None,
 
 def run(service: Service, *, host: str = "127.0.0.1", port: int = 8000,
         token: str | None = None, docs_root: str | os.PathLike[str] | None = None,
-        log_level: str = "info") -> None:
+        log_level: str = "info", announce: Callable[[], None] | None = None) -> None:
     """Serve :func:`create_app` with uvicorn until interrupted (one process: the model and
-    index are loaded once and shared by the thread pool)."""
+    index are loaded once and shared by the thread pool). ``announce`` is called once the
+    app is built, so a bad option fails before anything says the server is up."""
     uvicorn = _require("uvicorn")
     app = create_app(service, token=token, docs_root=docs_root)
+    if announce is not None:
+        announce()
     uvicorn.run(app, host=host, port=port, log_level=log_level)

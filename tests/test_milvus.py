@@ -20,9 +20,9 @@ from proxy_pointer.cli import main
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import (
     ConfigError,
-    IndexCorruptError,
     IndexLockedError,
     IndexMismatchError,
+    IndexNotFoundError,
     StoreError,
 )
 from proxy_pointer.index import Index, update_directory
@@ -255,7 +255,7 @@ def test_unreachable_corrupt_and_missing_locations(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=f"{bad}: cannot open"):
         Index.load(f"milvus:{bad}")
     missing = tmp_path / "missing.db"
-    with pytest.raises(IndexCorruptError, match="no index here"):
+    with pytest.raises(IndexNotFoundError, match="no index at milvus:"):
         Index.load(f"milvus:{missing}")
     assert not missing.exists()  # reading never creates a database
     for wrong in ["milvus:", "milvus:./x.db#9bad", "milvus:./x.db#a-b"]:

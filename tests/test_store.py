@@ -22,6 +22,7 @@ from proxy_pointer.errors import (
     IndexCorruptError,
     IndexLockedError,
     IndexMismatchError,
+    IndexNotFoundError,
 )
 from proxy_pointer.index import Index, update_directory
 from proxy_pointer.stores import (
@@ -358,9 +359,11 @@ def test_current_pointer_problems(saved: Path, tmp_path: Path) -> None:
     with pytest.raises(IndexCorruptError, match=r"CURRENT: unexpected content"):
         Index.load(saved)
     (saved / "CURRENT").unlink()
-    with pytest.raises(IndexCorruptError, match=r"no index here \(no CURRENT file\)"):
+    # no committed index, or no directory: not found (not corrupt), with how to build one
+    with pytest.raises(IndexNotFoundError, match=f"no index at {re.escape(str(saved))}: "
+                       r"build one with `proxy-pointer index DOCS --index "):
         Index.load(saved)
-    with pytest.raises(IndexCorruptError, match=r"no index here \(not a directory\)"):
+    with pytest.raises(IndexNotFoundError, match=r"no index at .*never-created: build one"):
         Index.load(tmp_path / "never-created")
 
 

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import IndexCorruptError, IndexLockedError, IndexMismatchError
+from ..errors import IndexCorruptError, IndexLockedError, IndexMismatchError, IndexNotFoundError
 from .base import SCHEMA_VERSION, Manifest, OpenedIndex
 from .disk import DiskSegment, fsync_path, write_segment
 from .segments import DocumentParts, MemorySegment, SegmentSet, plan_write
@@ -158,18 +158,18 @@ class LocalStore:
     def read_manifest(self) -> Manifest:
         """The committed generation's manifest.
 
-        Raises :class:`IndexCorruptError` (missing, unparsable) or
+        Raises :class:`IndexNotFoundError` (no such directory, or no committed index in
+        it), :class:`IndexCorruptError` (a file missing or unparsable) or
         :class:`IndexMismatchError` (a schema version this library does not read).
         """
         return self._manifest()[1]
 
     def _manifest(self) -> tuple[Path, Manifest, dict[str, Any]]:
         directory = self.directory
-        if not directory.is_dir():
-            raise IndexCorruptError(f"{directory}: no index here (not a directory)")
-        gen = current_generation(directory)
+        gen = current_generation(directory) if directory.is_dir() else None
         if gen is None:
-            raise IndexCorruptError(f"{directory}: no index here (no {_CURRENT} file)")
+            raise IndexNotFoundError(f"no index at {directory}: build one with "
+                                     f"`proxy-pointer index DOCS --index {directory}`")
         if not gen.is_dir():
             raise IndexCorruptError(
                 f"{directory}/{_CURRENT}: names generation {gen.name}, which is missing"
@@ -191,8 +191,9 @@ class LocalStore:
              expect_dimension: int | None = None) -> OpenedIndex:
         """Open the committed generation without reading its contents.
 
-        Raises :class:`IndexCorruptError` for a missing or damaged file and
-        :class:`IndexMismatchError` for an unknown schema or another embedder than expected.
+        Raises :class:`IndexNotFoundError` where there is no index, :class:`IndexCorruptError`
+        for a missing or damaged file and :class:`IndexMismatchError` for an unknown schema
+        or another embedder than expected.
         """
         gen, manifest, raw = self._manifest()
         manifest.check_embedder(self.location, expect_embedder=expect_embedder,

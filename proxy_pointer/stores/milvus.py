@@ -53,7 +53,13 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import ConfigError, IndexCorruptError, IndexLockedError, IndexMismatchError
+from ..errors import (
+    ConfigError,
+    IndexCorruptError,
+    IndexLockedError,
+    IndexMismatchError,
+    IndexNotFoundError,
+)
 from ..lexical import terms as terms_of
 from .base import SCHEMA_VERSION, Manifest, OpenedIndex
 from .milvus_schema import blob_rows, chunk_row, ensure_blobs, ensure_collections
@@ -156,7 +162,8 @@ class MilvusStore:
     def _manifest(self) -> tuple[str, Manifest, dict[str, Any]]:
         gen = self._current()
         if gen is None:
-            raise IndexCorruptError(f"{self.location}: no index here (no committed generation)")
+            raise IndexNotFoundError(f"no index at {self.location}: build one with "
+                                     f"`proxy-pointer index DOCS --index {self.location}`")
         raw = self._read_generation(gen)
         schema = raw.get("schema_version")
         if schema != SCHEMA_VERSION:
