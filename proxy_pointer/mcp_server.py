@@ -13,10 +13,11 @@ HTTP API's payloads:
 - ``list_documents``: what the index holds.
 
 A bad argument or an unknown document or section comes back as a tool error (``isError``)
-carrying the library's message, never a traceback. The index and its embedding model load
-once, when the server starts. Run it with ``proxy-pointer mcp --index DIR``: over stdio (what
-desktop clients spawn; stdout carries only the protocol) or ``--transport http`` (streamable
-HTTP at ``http://127.0.0.1:8765/mcp``).
+carrying the library's message in one line, never a traceback; an argument a tool does not
+take is refused, as HTTP refuses it, and the schema carries the service's limits. The index
+and its embedding model load once, when the server starts. Run it with ``proxy-pointer mcp
+--index DIR``: over stdio (what desktop clients spawn; stdout carries only the protocol) or
+``--transport http`` (streamable HTTP at ``http://127.0.0.1:8765/mcp``).
 
 >>> server = build_server(Service(".proxy-pointer-index"))  # doctest: +SKIP
 >>> server.run()                                            # doctest: +SKIP
@@ -25,6 +26,7 @@ HTTP at ``http://127.0.0.1:8765/mcp``).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -34,7 +36,7 @@ from typing import Annotated, Any, Literal, get_type_hints
 try:
     import anyio
     from mcp.types import ToolAnnotations
-    from pydantic import Field
+    from pydantic import Field, ValidationError
 
     try:
         from mcp.server.mcpserver import MCPServer
@@ -69,11 +71,6 @@ document's headings around a hit (open a parent or a sibling with `get_section`)
 """
 
 Question = Annotated[str, Field(description="What to look for, in natural language.")]
-Budget = Annotated[int | None, Field(
-    description="Most tokens of section text to return, all sections together "
-                f"(default {defaults.BUDGET}).", ge=1)]
-K = Annotated[int | None, Field(description=f"Most sections to return (default {defaults.K}).",
-                                ge=1)]
 DocIds = Annotated[list[str] | None, Field(
     description="Search only these documents (doc_id as list_documents gives it).")]
 Ref = Annotated[str, Field(
@@ -91,11 +88,19 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
     ``host``/``port`` matter only for streamable HTTP (mcp 1.x reads them here, 2.x when
     run). Raises nothing itself; tool errors are reported to the client.
     """
+    from . import __version__
+
     settings: dict[str, Any] = {"log_level": log_level}
     if MCPServer.__name__ == "FastMCP":  # mcp 1.x: transport settings in the constructor
         settings.update(host=host, port=port)
-    server = MCPServer(name, instructions=_INSTRUCTIONS, **settings)
+    server = _Server(name, instructions=_INSTRUCTIONS, version=__version__, **settings)
     limits = service.limits
+    # The service's limits (per service) are in the schema, so a client sees them up front.
+    Budget = Annotated[int | None, Field(
+        description="Most tokens of section text to return, all sections together "
+                    f"(default {defaults.BUDGET}).", ge=1, le=limits.max_budget)]
+    K = Annotated[int | None, Field(
+        description=f"Most sections to return (default {defaults.K}).", ge=1, le=limits.max_k)]
     # Every tool only reads the index: clients may run them without asking the user.
     # (By the wire names: mcp 1.x and 2.x name the Python fields differently.)
     reads = ToolAnnotations.model_validate(
@@ -116,7 +121,9 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
 
     for tool in (search, get_section, outline, list_documents):
         # mcp 1.x reads the annotations unevaluated; hand it the types, not their names
-        tool.__annotations__ = get_type_hints(tool, include_extras=True)
+        tool.__annotations__ = get_type_hints(tool, localns={"Budget": Budget, "K": K},
+                                              include_extras=True)
+        server.parameters[tool.__name__] = tuple(inspect.signature(tool).parameters)
     server.add_tool(search, name="search", annotations=reads, description=(
         "Find the sections of the indexed documents that answer a question. Returns "
         "`contexts`: whole sections in rank order, each with `ref` (doc_id#node_id, or "
@@ -140,6 +147,42 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
         "The indexed documents: `documents`, each with `doc_id`, `title`, `kind`, `size` "
         "(bytes) and `n_chunks`."))
     return server
+
+
+class _Server(MCPServer):
+    """The SDK's server, with arguments checked as HTTP checks them: a name a tool does not
+    take is refused (the SDK would drop it silently), and a value the schema refuses is
+    reported in one line (without pydantic's boilerplate and its URL). ``version``: what
+    ``initialize`` reports as the server's version."""
+
+    def __init__(self, name: str, *, version: str, **kwargs: Any) -> None:
+        if MCPServer.__name__ == "FastMCP":  # mcp 1.x takes no version; its low-level server
+            super().__init__(name, **kwargs)
+            self._mcp_server.version = version  # type: ignore[attr-defined]
+        else:
+            super().__init__(name, version=version, **kwargs)
+        self.parameters: dict[str, tuple[str, ...]] = {}  # tool -> the arguments it takes
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], *rest: Any,
+                        **options: Any) -> Any:
+        expected = self.parameters.get(name)
+        unknown = [a for a in arguments if expected is not None and a not in expected]
+        if unknown:
+            raise ToolError(f"unknown argument{'s' * (len(unknown) > 1)} "
+                            f"{', '.join(map(repr, unknown))} (expected: "
+                            f"{', '.join(expected or ()) or 'none'})")
+        try:
+            return await super().call_tool(name, arguments, *rest, **options)
+        except ToolError as e:
+            if isinstance(e.__cause__, ValidationError):  # the SDK validated the arguments
+                raise ToolError(_one_line(e.__cause__)) from None
+            raise
+
+
+def _one_line(error: ValidationError) -> str:
+    """``budget: Input should be less than or equal to 32000`` for each problem."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
+                     for e in error.errors())
 
 
 async def _call(fn: Callable[..., Any], *args: Any, **options: Any) -> Any:

@@ -131,13 +131,70 @@ async def test_stdio_errors_are_tool_errors_with_the_message(index_dir: Path,
             assert "no line 99999" in await call("get_section",
                                                  {"ref": "1908.05828.md#L1-99999"})
             assert "the question is empty" in await call("search", {"question": "  "})
-            assert "budget must be" in await call("search", {"question": "x", "budget": 10**9})
+            assert await call("search", {"question": "x", "budget": 10**9}) == (
+                "budget: Input should be less than or equal to 32000")  # the schema's maximum
             assert "k" in await call("search", {"question": "x", "k": 0})  # schema: k >= 1
             assert "no document" in await call("search", {"question": "x",
                                                           "doc_ids": ["missing"]})
             assert "no document 'missing'" in await call("outline", {"doc_id": "missing"})
             # the server is still serving after errors
             assert _data(await session.call_tool("list_documents", {}))["documents"]
+
+
+def _schema(tool: Any) -> dict[str, Any]:
+    # mcp 2.x spells it input_schema, 1.x inputSchema
+    return getattr(tool, "input_schema", None) or tool.inputSchema  # type: ignore[no-any-return]
+
+
+def _maximum(prop: dict[str, Any]) -> tuple[int, int]:
+    """(minimum, maximum) of an optional integer property (``anyOf`` integer, null)."""
+    (number,) = [p for p in prop.get("anyOf", [prop]) if p.get("type") == "integer"]
+    return number["minimum"], number["maximum"]
+
+
+async def test_stdio_arguments_are_checked_as_http_checks_them(index_dir: Path,
+                                                               tmp_path: Path) -> None:
+    """Unknown arguments are refused, limits are in the schema, errors are one clean line,
+    and the server says its version."""
+    from proxy_pointer import __version__
+
+    async with await _stdio_session(index_dir, tmp_path) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            init = await session.initialize()
+            info = getattr(init, "server_info", None) or init.serverInfo
+            assert (info.name, info.version) == ("proxy-pointer", __version__)
+
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            props = _schema(tools["search"])["properties"]
+            assert _maximum(props["budget"]) == (1, 32_000)
+            assert _maximum(props["k"]) == (1, 100)
+
+            async def call(name: str, args: dict[str, Any]) -> str:
+                text = _error(await session.call_tool(name, args))
+                assert "\n" not in text and "pydantic" not in text  # no boilerplate, no URL
+                return text
+
+            assert await call("search", {"question": "x", "budegt": 10}) == (
+                "unknown argument 'budegt' (expected: question, budget, k, doc_ids)")
+            assert await call("list_documents", {"all": True}) == (
+                "unknown argument 'all' (expected: none)")
+            assert await call("search", {"question": "x", "k": 101}) == (
+                "k: Input should be less than or equal to 100")
+            assert await call("search", {"budget": 10}) == "question: Field required"
+            assert await call("get_section", {"ref": 3}) == "ref: Input should be a valid string"
+            found = _data(await session.call_tool("search", {"question": QUESTION,
+                                                             "budget": 32_000, "k": 100}))
+            assert found["budget"] == 32_000
+
+
+async def test_the_schema_carries_this_services_limits(index_dir: Path) -> None:
+    from proxy_pointer.mcp_server import build_server
+    from proxy_pointer.service import Limits
+
+    server = build_server(Service(index_dir, limits=Limits(max_budget=500, max_k=7)))
+    (search,) = [t for t in await server.list_tools() if t.name == "search"]
+    props = _schema(search)["properties"]
+    assert _maximum(props["budget"]) == (1, 500) and _maximum(props["k"]) == (1, 7)
 
 
 def _free_port() -> int:
