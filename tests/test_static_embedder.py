@@ -90,3 +90,32 @@ def test_fast_mode_reads_512_word_pieces_of_the_minilm_vocabulary(fast: StaticEm
     assert other.max_tokens == 512 and isinstance(other.tokenizer, TokenizerFile)
     # A window larger than the default chunks: they stay the default size.
     assert Index(embedder=fast).chunk_config == ChunkConfig().fitted(512)
+
+
+def test_distillation_says_one_line_and_silences_the_libraries_bars(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The libraries' progress bars (model2vec's "Encoding tokens", transformers' "Loading
+    weights") are dropped; our one line stays. A stand-in distills (the real one takes
+    30-80 s and is run once by the ``cache`` fixture)."""
+    import model2vec.distill
+    from tqdm import tqdm
+
+    class Distilled:
+        def save_pretrained(self, path: str) -> None:
+            Path(path).mkdir(parents=True)
+            (Path(path) / "model.safetensors").write_bytes(b"stand-in")
+
+    def distill(**_: object) -> Distilled:
+        for _ in tqdm(range(300), desc="Encoding tokens", mininterval=0):
+            pass
+        return Distilled()
+
+    monkeypatch.setattr(model2vec.distill, "distill", distill)
+    folder = distilled_minilm(tmp_path)
+    assert (folder / "model.safetensors").read_bytes() == b"stand-in"
+    err = capsys.readouterr().err
+    assert "Encoding tokens" not in err
+    (line,) = err.splitlines()
+    assert line.startswith("proxy-pointer: distilling the fast embedder") and str(folder) in line
+    assert distilled_minilm(tmp_path) == folder and capsys.readouterr().err == ""  # cached

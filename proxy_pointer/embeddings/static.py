@@ -13,6 +13,8 @@ deterministic, so every machine makes the same model. Needs ``pip install
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import sys
@@ -45,8 +47,9 @@ def distilled_minilm(cache_dir: str | os.PathLike[str] | None = None, *,
     """Folder of the static model distilled from the bundled MiniLM; made on first call.
 
     The folder is written beside its final place and renamed into it, so a killed
-    distillation leaves nothing half-written. Raises :class:`EmbeddingError` when model2vec
-    is missing or the distillation fails.
+    distillation leaves nothing half-written. Unless ``quiet``, one line on stderr says that
+    distillation runs; the libraries' own progress bars are silenced. Raises
+    :class:`EmbeddingError` when model2vec is missing or the distillation fails.
     """
     root = Path(cache_dir) if cache_dir is not None else defaults.cache_dir()
     target = root / "models" / FAST_MODEL_ID.split(":", 1)[1]
@@ -62,7 +65,11 @@ def distilled_minilm(cache_dir: str | os.PathLike[str] | None = None, *,
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        model = distill(model_name=str(bundled.model_path()), pca_dims=_PCA_DIMS)
+        # model2vec and transformers draw progress bars on stderr (a bar per 256 of
+        # MiniLM's 30k word pieces: hundreds of lines where stderr is a log, not a
+        # terminal); the line above says what is happening, so their output is dropped.
+        with contextlib.redirect_stderr(io.StringIO()):
+            model = distill(model_name=str(bundled.model_path()), pca_dims=_PCA_DIMS)
         model.save_pretrained(str(tmp))
         tmp.parent.mkdir(parents=True, exist_ok=True)
         try:
