@@ -317,6 +317,17 @@ class Index:
         report = self._apply([Source(doc_id, source_path or doc_id, kind, text)], remove=())
         return bool(report.added or report.updated)
 
+    def add_texts(self, texts: Iterable[tuple[str, str]], *, source_prefix: str = ""
+                  ) -> UpdateReport:
+        """Add or replace documents from memory, ``(doc_id, text)`` pairs, in one batch
+        (source path ``source_prefix + doc_id``; kind from the doc id's ending); the
+        report says what was added, updated or unchanged and how many chunks were
+        embedded."""
+        t0 = time.perf_counter()
+        report = self._apply([Source(d, source_prefix + d, None, t) for d, t in texts],
+                             remove=())
+        return dataclasses.replace(report, seconds=time.perf_counter() - t0)
+
     def remove(self, doc_ids: Iterable[str]) -> list[str]:
         """Remove documents by id; returns the ids that were present."""
         gone = [d for d in doc_ids if d in self._segments]

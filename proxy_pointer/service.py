@@ -165,16 +165,27 @@ class Service:
     def outline(self, doc_id: str) -> dict[str, Any]:
         """A document's skeleton tree without text: ``doc_id``, ``title`` and its
         ``nodes`` in reading order, each with ``ref``, ``node_id``, ``title``, ``level``,
-        ``parent_id``, 1-based inclusive ``start_line``/``end_line`` of its section and its
-        ``pages`` (first, last; None but for converted PDFs)."""
+        ``parent_id``, 1-based inclusive ``start_line``/``end_line`` of its section, its
+        ``pages`` (first, last; None but for converted PDFs) and ``skipped``: None, or why
+        indexing gave the node's own text no chunk, as
+        :func:`~proxy_pointer.chunking.skip_reasons` says it under the index's chunk config
+        (``"noise: references (...)"``, ``"short: ..."``). Noise is decided by the title
+        rules only: an index whose noise labels came from an LLM is not asked again, so
+        sections only the LLM labelled show as kept."""
+        from .chunking import skip_reasons
+        from .noise import classify_noise
+
         key = self._doc_key(doc_id)
         with self.pinned() as idx:
-            tree, starts = idx.tree(key), idx.documents[key].pages
+            tree, starts, config = idx.tree(key), idx.documents[key].pages, idx.chunk_config
+        skipped = (skip_reasons(tree, config, noise=classify_noise(tree, config.noise))
+                   if config.mode == "structure" else {})
         return {"doc_id": key, "title": tree.title,
                 "nodes": [{"ref": str(Ref(key, n.node_id)), "node_id": n.node_id,
                            "title": n.title, "level": n.level, "parent_id": n.parent_id,
                            "start_line": n.start + 1, "end_line": n.end,
-                           "pages": _pages(starts, n.start + 1, n.end)} for n in tree.nodes]}
+                           "pages": _pages(starts, n.start + 1, n.end),
+                           "skipped": skipped.get(n.node_id)} for n in tree.nodes]}
 
     def section(self, doc_id: str, node_id: str) -> dict[str, Any]:
         """:meth:`section_by_ref` for a doc id and the part of a ref after its ``#``: a node
@@ -231,22 +242,19 @@ class Service:
             # requests could copy a lock one of them holds.
             report = idx.update(files, root=None if root is None else os.fspath(root),
                                 workers=0)
-            added, updated = list(report.added), list(report.updated)
-            unchanged = len(report.unchanged)
-            for doc_id, text in texts:
-                if not idx.add_text(doc_id, text, source_path=f"inline:{doc_id}"):
-                    unchanged += 1
-                else:
-                    (updated if doc_id in before else added).append(doc_id)
+            inline = idx.add_texts(texts, source_prefix="inline:")
+            added = sorted({*report.added, *inline.added})
+            updated = sorted({*report.updated, *inline.updated})
+            unchanged = len(report.unchanged) + len(inline.unchanged)
             removed = idx.remove([d for d in before if d not in found and d not in names]
                                  ) if prune else []
             generation = idx.save_locked(self.store) if idx.version != version else (
                 idx.generation)
             self._checked = 0.0  # pick the new generation up on the next request
-        return {"added": sorted(added), "updated": sorted(updated), "unchanged": unchanged,
+        return {"added": added, "updated": updated, "unchanged": unchanged,
                 "removed": sorted(removed), "skipped": list(report.skipped),
                 "warnings": list(report.warnings), "chunks": len(idx.chunks),
-                "embedded": report.embedded,
+                "embedded": report.embedded + inline.embedded,
                 "seconds": round(time.perf_counter() - t0, 3), "generation": generation}
 
     @staticmethod
@@ -273,7 +281,7 @@ class Service:
             raise ConfigError(f"doc_id must be a string, got {doc_id!r}")
         key = resolve_doc_id(doc_id, self.index.documents)
         if key is None:
-            raise NotFoundError(f"no document {doc_id!r} in {self.store.location}")
+            raise NotFoundError(f"no document {doc_id!r} in the index")
         return key
 
 
