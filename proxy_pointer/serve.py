@@ -1,8 +1,14 @@
 """The HTTP API: a :class:`~proxy_pointer.service.Service` behind FastAPI.
 
-    proxy-pointer serve --index .proxy_pointer            # then open http://127.0.0.1:8000/docs
+    proxy-pointer serve --index .proxy_pointer            # then open http://127.0.0.1:8000/
 
-or, from Python, ``uvicorn.run(create_app(Service("idx")))``. The model and the index load
+``/`` is the inspector (static files in ``proxy_pointer/inspector/``, under ``/inspector/``):
+the documents and their trees, a question's ranked sections with the lines handed over
+highlighted, and how the budget was spent, the query kept in the page's URL. ``/docs`` is
+Swagger UI and ``/redoc`` ReDoc, their scripts served from the ``fastapi-offline`` package, so
+both work offline; nothing is loaded from a CDN.
+
+From Python: ``uvicorn.run(create_app(Service("idx")))``. The model and the index load
 once; endpoints are plain functions run in the server's thread pool, so requests are served
 concurrently, also while ``POST /index`` commits an update. Each request reads one committed
 generation from start to end (:meth:`Service.pinned`) and names it in the
@@ -10,10 +16,12 @@ generation from start to end (:meth:`Service.pinned`) and names it in the
 
 Errors are JSON ``{"error": message}``: 400 a bad request, 401 a missing or wrong token,
 403 updates switched off, 404 an unknown document, section or route, 413 a body over
-``Limits.max_body_bytes``, 422 a body that fails validation, 502 the LLM or embedding backend
-failed, 503 no LLM configured (``/ask``) or the index busy, 500 anything unexpected (logged,
-never a traceback). ``POST /index`` needs ``Authorization: Bearer <token>`` where the token is
-``create_app(token=...)`` or ``$PROXY_POINTER_TOKEN``; without one the endpoint is off.
+``Limits.max_body_bytes``, 415 a body sent without ``Content-Type: application/json``, 422 a
+body that fails validation (an empty or blank question: ``"question: the question is
+empty"``), 502 the LLM or embedding backend failed, 503 no LLM configured (``/ask``) or the
+index busy, 500 anything unexpected (logged, never a traceback). ``POST /index`` needs
+``Authorization: Bearer <token>`` where the token is ``create_app(token=...)`` or
+``$PROXY_POINTER_TOKEN``; without one the endpoint is off.
 
 Needs the ``serve`` extra: ``pip install 'proxy-pointer[serve]'``.
 """
@@ -41,12 +49,23 @@ from .service import NotFoundError, Service, UnavailableError
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-__all__ = ["GENERATION_HEADER", "TOKEN_ENV", "create_app", "run"]
+__all__ = ["GENERATION_HEADER", "INSPECTOR", "TOKEN_ENV", "create_app", "run"]
 
 #: The environment variable holding the bearer token that enables ``POST /index``.
 TOKEN_ENV = "PROXY_POINTER_TOKEN"
 #: The response header naming the index generation a request read.
 GENERATION_HEADER = "X-Index-Generation"
+#: The inspector's static files (``index.html``, ``app.js``, ``style.css``), shipped as
+#: package data.
+INSPECTOR = Path(__file__).with_name("inspector")
+#: The inspector's page runs only its own script and style and talks only to this server.
+_INSPECTOR_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' "
+                  "data:; connect-src 'self'; base-uri 'none'; form-action 'self'; "
+                  "frame-ancestors 'none'")
+#: Validation errors that mean the body was not a JSON object at all: not parsed (no JSON
+#: content type), empty, or an array or scalar.
+_NOT_AN_OBJECT = {"model_attributes_type", "dict_type", "missing"}
+_SEND_JSON = "send a JSON object with Content-Type: application/json"
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +103,27 @@ def _describe(errors: Any) -> str:
         where = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
         ctx = e.get("ctx") or {}
         detail = f" ({ctx['error']})" if isinstance(ctx.get("error"), str) else ""
-        parts.append(f"{where}: {e.get('msg', 'invalid')}{detail}")
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")  # ours say enough
+        parts.append(f"{where}: {msg}{detail}")
     return "; ".join(parts) or "invalid request"
+
+
+def _not_an_object(errors: Any, content_type: str) -> tuple[int, str] | None:
+    """Status and message for a body that is no JSON object (a forgotten content type
+    leaves it unparsed, and pydantic would say "Input should be a valid dictionary"), or
+    None for any other validation error."""
+    whole = [e for e in errors if tuple(e.get("loc", ())) == ("body",)
+             and e.get("type") in _NOT_AN_OBJECT]
+    if not whole:
+        return None
+    media = content_type.split(";")[0].strip().lower()
+    if not (media == "application/json" or (media.startswith("application/")
+                                            and media.endswith("+json"))):
+        got = f"got {media[:100]!r}" if media else "the request had no Content-Type"
+        return 415, f"{_SEND_JSON} ({got})"
+    if whole[0].get("type") == "missing":
+        return 422, f"{_SEND_JSON}: the body is empty"
+    return 422, f"{_SEND_JSON}: the body is JSON but not an object"
 
 
 async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:
@@ -156,7 +194,8 @@ class _Guard:
 
 def create_app(service: Service, *, token: str | None = None,
                docs_root: str | os.PathLike[str] | None = None) -> "FastAPI":
-    """A FastAPI app serving ``service``; interactive docs at ``/docs``.
+    """A FastAPI app serving ``service``: the inspector at ``/``, interactive docs at
+    ``/docs`` (and ``/redoc``), served without a CDN.
 
     ``token`` enables ``POST /index`` for requests bearing it (``None``: the value of
     ``$PROXY_POINTER_TOKEN``; empty or unset: updates are off). ``docs_root`` is the folder
@@ -165,12 +204,14 @@ def create_app(service: Service, *, token: str | None = None,
     not installed or ``docs_root`` is not a folder.
     """
     _require("fastapi")
-    from fastapi import Depends, FastAPI, Query, Request
+    offline = _require("fastapi_offline")
+    from fastapi import Depends, Query, Request
     from fastapi import Path as PathParam
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import FileResponse, JSONResponse
     from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-    from pydantic import BaseModel, ConfigDict, Field, model_validator
+    from fastapi.staticfiles import StaticFiles
+    from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
     from starlette.concurrency import run_in_threadpool
     from starlette.exceptions import HTTPException
 
@@ -198,6 +239,14 @@ def create_app(service: Service, *, token: str | None = None,
                                         description='only under this breadcrumb, e.g. "Chapter 2"')
         mode: Literal["chunks", "collapsed", "traverse"] | None = None
 
+        @field_validator("question", mode="before")
+        @classmethod
+        def _not_blank(cls, value: Any) -> Any:
+            # Before the length check, so "" and "   " get one message.
+            if isinstance(value, str) and not value.strip():
+                raise ValueError("the question is empty")
+            return value
+
     class InlineDocument(BaseModel):
         model_config = ConfigDict(extra="forbid")
         doc_id: str = Field(min_length=1, max_length=512, description="e.g. notes/a.md")
@@ -219,9 +268,14 @@ def create_app(service: Service, *, token: str | None = None,
                 raise ValueError("give paths and/or documents to index")
             return self
 
-    app = FastAPI(title="proxy-pointer", version=__version__,
-                  description="Structural RAG: whole sections by pointer. Every response "
-                  f"names the index generation it read in `{GENERATION_HEADER}`.")
+    # FastAPIOffline is FastAPI with /docs and /redoc on the package's own copies of
+    # Swagger UI and ReDoc (docs_url=None plus get_swagger_ui_html / get_redoc_html).
+    app = offline.FastAPIOffline(
+        title="proxy-pointer", version=__version__, static_url="/docs/assets",
+        swagger_ui_parameters={"validatorUrl": None},  # no call to swagger.io's validator
+        description="Structural RAG: whole sections by pointer. Every response names the "
+        f"index generation it read in `{GENERATION_HEADER}`. The inspector is at `/`.")
+    app.mount("/inspector", StaticFiles(directory=INSPECTOR), name="inspector")
 
     async def current_generation() -> str:
         return await run_in_threadpool(lambda: service.index.generation)
@@ -235,7 +289,10 @@ def create_app(service: Service, *, token: str | None = None,
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"error": _describe(exc.errors())}, 422)
+        errors = exc.errors()
+        status, message = _not_an_object(errors, request.headers.get("content-type", "")) or (
+            422, _describe(errors))
+        return JSONResponse({"error": message}, status)
 
     @app.exception_handler(ProxyPointerError)
     async def library_error(request: Request, exc: ProxyPointerError) -> JSONResponse:
@@ -261,6 +318,13 @@ def create_app(service: Service, *, token: str | None = None,
         if not hmac.compare_digest(given.encode(), secret.encode()):
             raise HTTPException(401, "POST /index needs a valid 'Authorization: Bearer' token",
                                 headers={"WWW-Authenticate": "Bearer"})
+
+    @app.get("/", include_in_schema=False)
+    def inspector() -> FileResponse:
+        """The inspector's page; its script and style come from ``/inspector/``."""
+        return FileResponse(INSPECTOR / "index.html", media_type="text/html",
+                            headers={"Content-Security-Policy": _INSPECTOR_CSP,
+                                     "Cache-Control": "no-cache"})
 
     @app.post("/query", summary="Sections for a question, with pointers")
     def query(body: QueryRequest, request: Request) -> dict[str, Any]:

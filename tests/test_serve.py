@@ -2,12 +2,15 @@
 
 Every endpoint with good and bad requests, the error contract (``{"error": ...}`` with the
 right status, never a traceback), the bearer token on ``POST /index``, the documents-folder
-fence, and queries served while an update commits, each from one whole generation.
+fence, and queries served while an update commits, each from one whole generation. The
+inspector's files and the API docs are served from the package, with no CDN
+(``tests/test_inspector.py`` runs the page in a browser).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import threading
@@ -18,6 +21,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
+pytest.importorskip("fastapi_offline")
 
 import httpx
 import uvicorn
@@ -136,6 +140,24 @@ def test_documents_tree_and_sections_by_pointer(client: TestClient) -> None:
     assert client.get(f"/documents/{doc_id.removesuffix('.md')}/tree").json() == tree
 
 
+def test_the_tree_marks_the_sections_indexing_skipped(client: TestClient, tmp_path: Path
+                                                      ) -> None:
+    nodes = client.get("/documents/papers/1908.05828.md/tree").json()["nodes"]
+    skipped = {n["title"]: n["skipped"] for n in nodes if n["skipped"]}
+    assert list(skipped) == ["Acknowledgments"]
+    assert skipped["Acknowledgments"].startswith("noise: acknowledgments (title ")
+    assert all("skipped" in n for n in nodes)
+    # The index's own chunk config decides: with min_section_chars, small sections are short.
+    from proxy_pointer.chunking import ChunkConfig
+
+    update_directory(tmp_path / "idx", [SAMPLE / "1908.05828.md"], embedder=HashEmbedder(64),
+                     chunk_config=ChunkConfig(min_section_chars=400))
+    nodes = _client(tmp_path / "idx").get("/documents/1908.05828.md/tree").json()["nodes"]
+    reasons = [n["skipped"] for n in nodes if n["skipped"]]
+    assert any(r.startswith("short: ") and "min_section_chars 400" in r for r in reasons)
+    assert any(r.startswith("noise: acknowledgments") for r in reasons)
+
+
 def test_healthz_and_openapi_docs(client: TestClient) -> None:
     h = client.get("/healthz").json()
     assert h["status"] == "ok" and h["documents"] == 4 and h["chunks"] > 0
@@ -148,8 +170,8 @@ def test_healthz_and_openapi_docs(client: TestClient) -> None:
 
 # --- bad requests ------------------------------------------------------------------------
 @pytest.mark.parametrize(("body", "status", "needle"), [
-    ({"question": ""}, 422, "question"),
-    ({"question": "   "}, 400, "empty"),
+    ({"question": ""}, 422, "question: the question is empty"),
+    ({"question": " \n\t "}, 422, "question: the question is empty"),
     ({"question": QUESTION, "budget": 0}, 422, "budget"),
     ({"question": QUESTION, "k": 10_000}, 422, "k"),
     ({"question": QUESTION, "mode": "sideways"}, 422, "mode"),
@@ -169,6 +191,42 @@ def test_malformed_json_and_unknown_routes_are_json_errors(client: TestClient) -
     assert "JSON" in _error(r, 422)
     _error(client.get("/no/such/route"), 404)
     _error(client.get("/query"), 405)
+
+
+def test_an_empty_and_a_blank_question_get_one_message(client: TestClient) -> None:
+    for question in ("", "   "):
+        for path in ("/query", "/ask"):
+            r = client.post(path, json={"question": question})
+            assert _error(r, 422) == "question: the question is empty", path
+
+
+@pytest.mark.parametrize(("headers", "status", "needle"), [
+    ({"content-type": "text/plain"}, 415, "(got 'text/plain')"),
+    ({"content-type": "application/x-www-form-urlencoded"}, 415, "got 'application/x-www"),
+    ({}, 415, "the request had no Content-Type"),
+])
+def test_a_body_without_the_json_content_type_says_so(client: TestClient, headers: dict,
+                                                      status: int, needle: str) -> None:
+    body = json.dumps({"question": QUESTION}).encode()
+    for path in ("/query", "/ask"):
+        r = client.post(path, content=body, headers=headers)
+        error = _error(r, status)
+        assert error.startswith("send a JSON object with Content-Type: application/json")
+        assert needle in error and "dictionary" not in error
+
+
+def test_a_body_that_is_no_json_object_says_so(client: TestClient, site: Path) -> None:
+    for body, needle in ((b"[1, 2]", "not an object"), (b'"question"', "not an object"),
+                         (b"", "the body is empty")):
+        r = client.post("/query", content=body, headers={"content-type": "application/json"})
+        assert needle in _error(r, 422)
+    assert client.post("/query", content=json.dumps({"question": QUESTION}), headers={
+        "content-type": "application/json; charset=utf-8"}).status_code == 200
+    # POST /index too, once the token is checked.
+    c = _client(site / "idx", token=TOKEN)
+    r = c.post("/index", content=json.dumps({"documents": []}).encode(),
+               headers={"Authorization": f"Bearer {TOKEN}", "content-type": "text/plain"})
+    assert "Content-Type: application/json" in _error(r, 415)
 
 
 def test_unknown_document_or_section_is_404(client: TestClient) -> None:
@@ -211,6 +269,52 @@ def test_unexpected_errors_are_a_logged_json_500(client: TestClient,
     r = client.get("/documents")
     assert "secret internals" not in _error(r, 500)
     assert "RuntimeError: secret internals" in caplog.text
+
+
+# --- the inspector and the API docs, served from the package --------------------------------
+def _assets(html: str) -> list[str]:
+    return re.findall(r'(?:src|href)="([^"]+)"', html)
+
+
+def test_the_root_serves_the_inspector_and_its_files(client: TestClient) -> None:
+    r = client.get("/")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in r.headers["content-security-policy"]
+    assert r.headers[GENERATION_HEADER] == client.get("/healthz").json()["generation"]
+    assert "<title>proxy-pointer inspector</title>" in r.text
+    assets = _assets(r.text)
+    assert "inspector/app.js" in assets and "inspector/style.css" in assets
+    kinds = {"js": "text/javascript", "css": "text/css"}
+    for asset in assets:
+        if asset.startswith("inspector/"):
+            got = client.get(f"/{asset}")
+            assert got.status_code == 200, asset
+            assert got.headers["content-type"].split(";")[0] in (
+                kinds[asset.rsplit(".", 1)[1]], "application/javascript"), asset
+    _error(client.get("/inspector/missing.js"), 404)
+    # The API keeps its routes beside it.
+    assert client.post("/query", json={"question": QUESTION}).status_code == 200
+    assert client.get("/documents").status_code == 200
+    _error(client.get("/index"), 405)
+
+
+@pytest.mark.parametrize(("page", "kinds"), [
+    ("/docs", {".js": "javascript", ".css": "text/css", ".png": "image/png"}),
+    ("/redoc", {".js": "javascript", ".png": "image/png"}),
+])
+def test_the_api_docs_load_nothing_from_a_cdn(client: TestClient, page: str,
+                                              kinds: dict[str, str]) -> None:
+    r = client.get(page)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert not re.search(r"https?://", r.text), re.findall(r"https?://\S+", r.text)
+    assets = _assets(r.text)
+    assert {a.rsplit(".", 1)[1] for a in assets} == {k[1:] for k in kinds}
+    for asset in assets:
+        got = client.get(asset)
+        assert got.status_code == 200, asset
+        assert kinds["." + asset.rsplit(".", 1)[1]] in got.headers["content-type"], asset
+        assert len(got.content) > 100, asset
+    assert "/openapi.json" in r.text
 
 
 # --- ask ------------------------------------------------------------------------------------
@@ -419,16 +523,22 @@ def test_the_app_serves_over_real_http(built: Path) -> None:
 def test_cli_serve_starts_the_app_with_its_options(built: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture) -> None:
     calls = []
-    monkeypatch.setattr("proxy_pointer.serve.run",
-                        lambda service, **kw: calls.append((service, kw)))
+    monkeypatch.setattr("uvicorn.run", lambda app, **kw: calls.append((app, kw)))
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     rc = main(["serve", "--index", str(built / "idx"), "--port", "8123", "--llm", "none",
                "--docs-root", str(built / "docs")])
     assert rc == 0
-    (service, kw), = calls
-    assert service.llm is None and service.health()["documents"] == 4
-    assert kw == {"host": "127.0.0.1", "port": 8123, "token": TOKEN,
-                  "docs_root": str(built / "docs"), "log_level": "info"}
+    (app, kw), = calls
+    assert kw == {"host": "127.0.0.1", "port": 8123, "log_level": "info"}
+    c = TestClient(app, raise_server_exceptions=False)
+    assert c.get("/healthz").json()["documents"] == 4
+    assert "no LLM is configured" in _error(c.post("/ask", json={"question": QUESTION}), 503)
+    # The token from the environment and the documents folder reach the app: a path under
+    # --docs-root is looked for (and is missing) rather than refused.
+    r = c.post("/index", headers={"Authorization": f"Bearer {TOKEN}"},
+               json={"paths": ["papers/none.md"]})
+    assert "--docs-root" not in _error(r, 400)
     err = capsys.readouterr().err
     assert "4 documents" in err and "POST /index: on" in err and "/ask: off" in err
+    assert "inspector: /" in err
     assert main(["serve", "--index", str(built / "missing")]) == 1
