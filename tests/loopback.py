@@ -1,16 +1,44 @@
-"""The lifecycle shared by the local protocol stand-ins (Gemini, OpenAI-compatible).
+"""Servers on 127.0.0.1 for tests: the lifecycle shared by the local protocol stand-ins
+(Gemini, OpenAI-compatible), and :func:`serve_asgi` for our own HTTP app under uvicorn.
 
-A subclass supplies ``_handler_class()``; this class binds a free port on 127.0.0.1, serves
-in a daemon thread and stops without waiting for handlers that sleep in a delay.
+A :class:`LoopbackServer` subclass supplies ``_handler_class()``; the class binds a free
+port on 127.0.0.1, serves in a daemon thread and stops without waiting for handlers that
+sleep in a delay.
 """
 
 from __future__ import annotations
 
+import socket
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
+from typing import Any, Self
 
-__all__ = ["LoopbackServer"]
+__all__ = ["LoopbackServer", "serve_asgi"]
+
+
+@contextmanager
+def serve_asgi(app: Any) -> Iterator[str]:
+    """``app`` served by a real uvicorn on a free 127.0.0.1 port in a daemon thread; yields
+    its base URL once it accepts connections and stops it on exit."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
 
 
 class LoopbackServer:

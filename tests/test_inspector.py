@@ -12,16 +12,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from loopback import serve_asgi
 
 from proxy_pointer.serve import INSPECTOR
 
@@ -64,7 +62,7 @@ def _browser() -> str:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The sample papers plus a document with markup in it, served on a free port."""
     pytest.importorskip("fastapi")
-    uvicorn = pytest.importorskip("uvicorn")
+    pytest.importorskip("uvicorn")
     pytest.importorskip("fastapi_offline")
     from proxy_pointer.embeddings import HashEmbedder
     from proxy_pointer.index import update_directory
@@ -77,20 +75,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     (root / "docs" / "notes" / "tags.md").write_text(TAGS_DOC, encoding="utf-8")
     update_directory(root / "idx", [root / "docs"], embedder=HashEmbedder(64))
     service = Service(root / "idx", embedder=HashEmbedder(64))
-    uv = uvicorn.Server(uvicorn.Config(create_app(service), log_level="warning"))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not uv.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        uv.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with serve_asgi(create_app(service)) as base:
+        yield base
 
 
 def _dump(url: str, profile: Path) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import threading
 import time
 from pathlib import Path
@@ -24,8 +23,8 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("fastapi_offline")
 
 import httpx
-import uvicorn
 from fastapi.testclient import TestClient
+from loopback import serve_asgi
 
 from proxy_pointer.cli import main
 from proxy_pointer.embeddings import HashEmbedder
@@ -498,26 +497,12 @@ def test_queries_during_an_update_each_read_one_whole_generation(site: Path) -> 
 # --- the real server and the CLI ---------------------------------------------------------
 def test_the_app_serves_over_real_http(built: Path) -> None:
     service = Service(built / "idx", embedder=HashEmbedder(64))
-    server = uvicorn.Server(uvicorn.Config(create_app(service), log_level="warning"))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
-        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        with httpx.Client(base_url=base, timeout=10) as http:
-            assert http.get("/healthz").json()["documents"] == 4
-            r = http.post("/query", json={"question": QUESTION})
-            assert r.status_code == 200 and r.json()["contexts"]
-            assert r.headers[GENERATION_HEADER] == service.index.generation
-            assert http.post("/query", content=b"x" * 1_000_001).status_code == 413
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with serve_asgi(create_app(service)) as base, httpx.Client(base_url=base, timeout=10) as http:
+        assert http.get("/healthz").json()["documents"] == 4
+        r = http.post("/query", json={"question": QUESTION})
+        assert r.status_code == 200 and r.json()["contexts"]
+        assert r.headers[GENERATION_HEADER] == service.index.generation
+        assert http.post("/query", content=b"x" * 1_000_001).status_code == 413
 
 
 def test_cli_serve_starts_the_app_with_its_options(built: Path, monkeypatch: pytest.MonkeyPatch,
