@@ -129,8 +129,10 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
         "`contexts`: whole sections in rank order, each with `ref` (doc_id#node_id, or "
         "doc_id#L12-30 for lines of a document without headings: the pointer get_section "
         "opens), `path` (breadcrumb of headings), `title`, 1-based "
-        "inclusive `start_line`/`end_line`, `text`, `score`, `tokens` and `trimmed` (true "
-        "when only a window of a long section fit: open it whole with get_section); also "
+        "inclusive `start_line`/`end_line`, `text`, `relevance` (0-1: how close the section's "
+        "best passage is to the question; near 0 means off topic), `score`, `tokens` and "
+        "`trimmed` (true when only a window of a long section fit: open it whole with "
+        "get_section); also "
         f"`tokens_used` and `budget`. budget: 1..{limits.max_budget} tokens, k: "
         f"1..{limits.max_k} sections."))
     server.add_tool(get_section, name="get_section", annotations=reads, description=(
