@@ -82,7 +82,8 @@ class Section:
     inclusive) line spans that ``text`` holds: the heading and every block or piece of a
     line taken (a whole section: one span). ``relevance`` is the cosine similarity of the
     question and the section's best-matching chunk, clipped to 0-1: unlike ``score`` (a
-    rank fusion, ~0.01-0.03) it can be compared across questions and cut at a threshold.
+    rank fusion, ~0.01-0.03) it can be compared across the questions to one corpus and
+    cut at a threshold (whose cost depends on the corpus: benchmarks/bench_relevance.py).
     """
 
     doc_id: str
