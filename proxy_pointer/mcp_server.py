@@ -51,7 +51,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 from . import defaults
 from .errors import ProxyPointerError
-from .service import Service
+from .service import Service, describe_invalid
 from .stores import open_store
 
 __all__ = ["build_server", "serve"]
@@ -177,14 +177,9 @@ class _Server(MCPServer):
             return await super().call_tool(name, arguments, *rest, **options)
         except ToolError as e:
             if isinstance(e.__cause__, ValidationError):  # the SDK validated the arguments
-                raise ToolError(_one_line(e.__cause__)) from None
+                raise ToolError(describe_invalid(e.__cause__.errors(), whole="arguments")
+                                ) from None
             raise
-
-
-def _one_line(error: ValidationError) -> str:
-    """``budget: Input should be less than or equal to 32000`` for each problem."""
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
-                     for e in error.errors())
 
 
 async def _call(fn: Callable[..., Any], *args: Any, **options: Any) -> Any:

@@ -44,7 +44,7 @@ from .errors import (
     ProxyPointerError,
     StoreError,
 )
-from .service import NotFoundError, Service, UnavailableError
+from .service import NotFoundError, Service, UnavailableError, describe_invalid
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -94,18 +94,6 @@ def _status(exc: ProxyPointerError) -> int:
     if isinstance(exc, LLMError | EmbeddingError):
         return 502
     return 500
-
-
-def _describe(errors: Any) -> str:
-    """Pydantic's validation errors as one readable line."""
-    parts = []
-    for e in list(errors)[:5]:
-        where = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
-        ctx = e.get("ctx") or {}
-        detail = f" ({ctx['error']})" if isinstance(ctx.get("error"), str) else ""
-        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")  # ours say enough
-        parts.append(f"{where}: {msg}{detail}")
-    return "; ".join(parts) or "invalid request"
 
 
 def _not_an_object(errors: Any, content_type: str) -> tuple[int, str] | None:
@@ -291,7 +279,7 @@ def create_app(service: Service, *, token: str | None = None,
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         status, message = _not_an_object(errors, request.headers.get("content-type", "")) or (
-            422, _describe(errors))
+            422, describe_invalid(errors))
         return JSONResponse({"error": message}, status)
 
     @app.exception_handler(ProxyPointerError)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .embeddings import Embedder
     from .llm.base import LLM
 
-__all__ = ["Limits", "NotFoundError", "Service", "UnavailableError"]
+__all__ = ["Limits", "NotFoundError", "Service", "UnavailableError", "describe_invalid"]
 
 
 class UnavailableError(ProxyPointerError):
@@ -283,6 +283,20 @@ class Service:
         if key is None:
             raise NotFoundError(f"no document {doc_id!r} in the index")
         return key
+
+
+def describe_invalid(errors: Any, *, whole: str = "body") -> str:
+    """Pydantic's validation errors as one readable line, the same over HTTP and MCP:
+    ``"budget: Input should be less than or equal to 32000"`` (``whole`` names an error
+    about the request as a whole; at most five errors, without pydantic's URL)."""
+    parts = []
+    for e in list(errors)[:5]:
+        where = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or whole
+        ctx = e.get("ctx") or {}
+        detail = f" ({ctx['error']})" if isinstance(ctx.get("error"), str) else ""
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")  # ours say enough
+        parts.append(f"{where}: {msg}{detail}")
+    return "; ".join(parts) or "invalid request"
 
 
 def _pages(starts: tuple[int, ...], first: int, last: int) -> list[int] | None:
