@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .access import Access
 from .chunking import Chunk
 from .derived import Derived
 from .embeddings.base import Embedder
@@ -77,6 +78,8 @@ class Corpus(Protocol):
     def rows_mentioning(self, needle: str) -> np.ndarray: ...
 
     def rows_for(self, doc_ids: Iterable[str]) -> np.ndarray: ...
+
+    def visible_rows(self, access: Access) -> np.ndarray | None: ...
 
     def text(self, doc_id: str) -> str: ...
 
@@ -263,6 +266,18 @@ class Reader:
     def rows_for(self, doc_ids: Iterable[str]) -> np.ndarray:
         """Chunk rows of the given documents (unknown ids give no rows)."""
         return self.segments.rows_for(doc_ids)
+
+    def visible_rows(self, access: Access) -> np.ndarray | None:
+        """The sorted chunk rows of the documents ``access`` may see (``None``: it sees
+        every row), worked out from the documents' metadata once per view and generation."""
+        if access.everything:
+            return None
+
+        def make() -> np.ndarray:
+            meta = self.segments.metadata()
+            return np.sort(self.segments.rows_for(d for d, m in meta.items() if access.allows(m)))
+
+        return self._derived.visible(access, make)
 
     def text(self, doc_id: str) -> str:
         """The stored copy of a document's source, exactly as indexed."""

@@ -40,6 +40,7 @@ class Derived:
         # (doc_id, line, most) -> the pieces of one long line (see line_pieces)
         self._pieces: OrderedDict[tuple[str, int, int], list[tuple[int, int, int]]] = (
             OrderedDict())
+        self._visible: OrderedDict[Hashable, np.ndarray] = OrderedDict()  # view -> rows
         self._lock = threading.Lock()
 
     def _per_doc(self, store: OrderedDict, key: Hashable, make: Callable[[], Any]) -> Any:
@@ -53,6 +54,11 @@ class Derived:
             while len(store) > _MAX_DOCS:
                 store.popitem(last=False)
         return value
+
+    def visible(self, view: Hashable, make: Callable[[], np.ndarray]) -> np.ndarray:
+        """The rows one view of the index may see (:meth:`~.corpus.Reader.visible_rows`),
+        made once per view; the most recently used views are kept."""
+        return self._per_doc(self._visible, view, make)
 
     def line_starts(self, doc_id: str) -> list[int]:
         """Character offset of each line of a stored document, and of its end."""

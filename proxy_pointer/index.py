@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .access import Access, check_metadata
 from .chunking import CHUNKER_VERSION, Chunk, ChunkConfig
 from .corpus import ChunkRows, DocumentTable, Reader
 from .derived import Derived
@@ -289,6 +290,9 @@ class Index:
     def rows_for(self, doc_ids: Iterable[str]) -> np.ndarray:
         return self._reader.rows_for(doc_ids)
 
+    def visible_rows(self, access: Access) -> np.ndarray | None:
+        return self._reader.visible_rows(access)
+
     def text(self, doc_id: str) -> str:
         return self._reader.text(doc_id)
 
@@ -312,20 +316,30 @@ class Index:
         self._origin = None
 
     def add_text(self, doc_id: str, text: str, *, source_path: str = "",
-                 kind: str | None = None) -> bool:
-        """Add or replace one document from memory; returns ``False`` if it was unchanged."""
-        report = self._apply([Source(doc_id, source_path or doc_id, kind, text)], remove=())
-        return bool(report.added or report.updated)
+                 kind: str | None = None, metadata: Mapping[str, Any] | None = None) -> bool:
+        """Add or replace one document from memory (with its ``metadata``, see
+        :meth:`update`); returns ``False`` if nothing changed."""
+        report = self._apply([Source(doc_id, source_path or doc_id, kind, text)], remove=(),
+                             metadata=None if metadata is None else {doc_id: metadata})
+        return bool(report.added or report.updated or report.relabelled)
 
-    def add_texts(self, texts: Iterable[tuple[str, str]], *, source_prefix: str = ""
-                  ) -> UpdateReport:
+    def add_texts(self, texts: Iterable[tuple[str, str]], *, source_prefix: str = "",
+                  metadata: Mapping[str, Mapping[str, Any]] | None = None) -> UpdateReport:
         """Add or replace documents from memory, ``(doc_id, text)`` pairs, in one batch
-        (source path ``source_prefix + doc_id``; kind from the doc id's ending); the
-        report says what was added, updated or unchanged and how many chunks were
-        embedded."""
+        (source path ``source_prefix + doc_id``; kind from the doc id's ending;
+        ``metadata`` as in :meth:`update`); the report says what was added, updated or
+        unchanged and how many chunks were embedded."""
         t0 = time.perf_counter()
         report = self._apply([Source(d, source_prefix + d, None, t) for d, t in texts],
-                             remove=())
+                             remove=(), metadata=metadata)
+        return dataclasses.replace(report, seconds=time.perf_counter() - t0)
+
+    def set_metadata(self, metadata: Mapping[str, Mapping[str, Any]]) -> UpdateReport:
+        """Replace the metadata of indexed documents (``doc_id -> object``, see
+        :meth:`update`) without reading or embedding anything; the report's ``relabelled``
+        names those whose metadata changed."""
+        t0 = time.perf_counter()
+        report = self._apply([], remove=(), metadata=metadata)
         return dataclasses.replace(report, seconds=time.perf_counter() - t0)
 
     def remove(self, doc_ids: Iterable[str]) -> list[str]:
@@ -339,8 +353,16 @@ class Index:
                include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
                prune: bool = False, progress: Callable[[IngestProgress], None] | None = None,
                batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
-               executor: Executor | None = None) -> UpdateReport:
+               executor: Executor | None = None,
+               metadata: Mapping[str, Mapping[str, Any]] | None = None) -> UpdateReport:
         """Bring the index up to date with the files under ``paths``.
+
+        ``metadata`` (``doc_id -> object``, :mod:`~.access`: ``access`` lists the groups
+        that may read a document, any other fields are the user's) replaces the named
+        documents' metadata; a document whose text is unchanged is not read again and
+        nothing is re-embedded (``UpdateReport.relabelled``), and a changed document keeps
+        its metadata unless given new. A doc id that is neither indexed nor under
+        ``paths`` raises :class:`ConfigError` before any work.
 
         New files are added, changed ones re-chunked (only changed chunks re-embedded),
         unchanged ones skipped. With ``prune``, documents whose files are gone from
@@ -364,17 +386,19 @@ class Index:
             remove = [d for d in self._segments.doc_ids() if d not in present]
         report = self._apply([Source(s.doc_id, str(s.path)) for s in found], remove=remove,
                              progress=progress, batch_bytes=batch_bytes, workers=workers,
-                             started=t0, executor=executor)
+                             started=t0, executor=executor, metadata=metadata)
         return dataclasses.replace(report, seconds=time.perf_counter() - t0)
 
     def _apply(self, sources: list[Source], *, remove: Sequence[str],
                progress: Callable[[IngestProgress], None] | None = None,
                batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
-               started: float | None = None, executor: Executor | None = None
-               ) -> UpdateReport:
-        """Chunk and embed ``sources``, drop ``remove``; commit only if all succeed."""
+               started: float | None = None, executor: Executor | None = None,
+               metadata: Mapping[str, Mapping[str, Any]] | None = None) -> UpdateReport:
+        """Chunk and embed ``sources``, drop ``remove``, set ``metadata``; commit only if
+        all succeed."""
         rechunk = self._chunker_version != CHUNKER_VERSION
         stored = self._segments.sha256s()
+        meta = self._checked_metadata(metadata or {}, set(stored) | {s.doc_id for s in sources})
         if rechunk:
             # Chunks of another chunker version must not mix with new ones: re-chunk every
             # stored document (unchanged chunk texts keep their vectors).
@@ -391,14 +415,13 @@ class Index:
             progress=progress, started=started, executor=executor,
         )
         timings = {**run.timings, "index": 0.0}
-        staged = run.staged
-
         t = time.perf_counter()
         remove = [d for d in remove if d in stored]
+        staged, relabelled = self._labelled(run.staged, meta, set(remove))
         if staged or remove:
             # Commit in memory: nothing above mutated the index.
             added = [d for d in staged if d not in stored]
-            updated = [d for d in staged if d in stored]
+            updated = [d for d in staged if d in stored and d not in relabelled]
             self._set(self._segments.with_changes(list(staged.values()), remove))
         else:
             added = updated = []
@@ -408,11 +431,48 @@ class Index:
             duplicates=duplicate_pairs(self._segments.sha256s(), [*added, *updated]),
             added=tuple(sorted(added)), updated=tuple(sorted(updated)),
             unchanged=tuple(sorted(run.unchanged)), removed=tuple(sorted(remove)),
+            relabelled=tuple(sorted(relabelled)),
             skipped=tuple(run.skipped), sections_skipped=run.sections_skipped,
             warnings=tuple(run.warnings),
             chunks=self._segments.n_rows, embedded=run.embedded,
             timings=timings,
         )
+
+    @staticmethod
+    def _checked_metadata(metadata: Mapping[str, Mapping[str, Any]], known: set[str]
+                          ) -> dict[str, dict[str, Any]]:
+        """Validated metadata (:func:`~.access.check_metadata`) for known doc ids only: a
+        mistyped id must not leave the document it meant unrestricted."""
+        unknown = sorted(d for d in metadata if d not in known)
+        if unknown:
+            shown = ", ".join(repr(d) for d in unknown[:3])
+            more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+            raise ConfigError(f"metadata names documents that are neither indexed nor being "
+                              f"indexed: {shown}{more}")
+        return {d: check_metadata(m, where=f"metadata of {d!r}") for d, m in metadata.items()}
+
+    def _labelled(self, staged: Mapping[str, DocumentParts], meta: Mapping[str, dict[str, Any]],
+                  removed: set[str]) -> tuple[dict[str, DocumentParts], list[str]]:
+        """``staged`` with each document's metadata (new, else the stored one), plus the
+        stored documents whose metadata alone changed, restaged from their segments with
+        their chunks and vectors as they are; and the ids of the latter."""
+        segs = self._segments
+        out: dict[str, DocumentParts] = {}
+        for d, parts in staged.items():
+            kept = segs.segment_of(d).record(d).metadata if d in segs else {}
+            out[d] = dataclasses.replace(parts, record=dataclasses.replace(
+                parts.record, metadata=meta.get(d, kept)))
+        relabelled = []
+        for d, m in meta.items():
+            if d in out or d in removed or d not in segs:
+                continue
+            seg = segs.segment_of(d)
+            if seg.record(d).metadata != m:
+                parts = seg.parts(d)
+                out[d] = dataclasses.replace(parts, record=dataclasses.replace(
+                    parts.record, metadata=m))
+                relabelled.append(d)
+        return out, relabelled
 
     def _stored_vectors(self, doc_id: str) -> Iterable[tuple[str, np.ndarray]]:
         """``(embed_text, vector)`` of a stored document's chunks, for reuse on re-chunking."""
@@ -502,8 +562,8 @@ def update_directory(location: str | os.PathLike[str] | Store,
         if not (report.added or report.updated or report.unchanged):
             raise DocumentError(", ".join(str(p) for p in paths) or "(no paths)",
                                 _nothing_indexed(report.skipped, update_options))
-        if (report.added or report.updated or report.removed or switched or stale
-                or not existing):
+        if (report.added or report.updated or report.removed or report.relabelled
+                or switched or stale or not existing):
             t = time.perf_counter()
             idx.save_locked(store)
             report.timings["write"] = time.perf_counter() - t

@@ -102,6 +102,9 @@ class Section:
     page_breaks: tuple[int, ...] = ()  # lines inside the section on which a new page starts
     packed_spans: tuple[tuple[int, int], ...] = ()  # lines ``text`` holds, 1-based, inclusive
     relevance: float = 0.0  # cosine of question and best chunk, 0-1 (set by the retriever)
+    # The document's metadata without its access list (access.public_metadata; set by the
+    # retriever).
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def ref(self) -> str:

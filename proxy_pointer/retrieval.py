@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import defaults
+from .access import Access, public_metadata
 from .errors import ConfigError
 from .packing import Section, merge_duplicates, pack_evidence, pack_sections, ref
 from .ranking import MODES, fuse_ranks, group, keep_documents, promote, rank_nodes, select
@@ -105,6 +106,10 @@ class RetrievalConfig:
       embedder barely sees such numbers, the breadcrumb states them exactly.
     * ``doc_ids`` and ``path_prefix`` restrict the search (``path_prefix`` matches the
       leading titles of a chunk's breadcrumb, case-insensitively).
+    * ``principal`` (the caller's groups) hides documents whose metadata's ``access``
+      names none of them; ``where`` (``{"key": "value"}`` or ``["key=value"]``) keeps
+      documents whose metadata holds every pair (:mod:`.access`). Both act inside search,
+      before the top ``k``: hidden documents take no places. ``None``: no filter.
     """
 
     budget: int = defaults.BUDGET
@@ -127,8 +132,14 @@ class RetrievalConfig:
     title_boost: float = 0.15
     doc_ids: tuple[str, ...] | None = None
     path_prefix: tuple[str, ...] | None = None
+    principal: tuple[str, ...] | None = None
+    where: tuple[tuple[str, str], ...] | None = None
 
     def __post_init__(self) -> None:
+        view = Access.of(self.principal, self.where)  # ConfigError for a malformed one
+        object.__setattr__(self, "principal", None if view.principal is None
+                           else tuple(sorted(view.principal)))
+        object.__setattr__(self, "where", view.where or None)
         if isinstance(self.doc_ids, str):
             object.__setattr__(self, "doc_ids", (self.doc_ids,))
         elif self.doc_ids is not None:
@@ -215,9 +226,10 @@ class Retriever:
     # --- search ---------------------------------------------------------------------
     def _filter_rows(self, cfg: RetrievalConfig) -> np.ndarray | None:
         idx = self.corpus
-        rows = None
+        rows = idx.visible_rows(Access.of(cfg.principal, cfg.where))
         if cfg.doc_ids is not None:
-            rows = idx.rows_for(cfg.doc_ids)
+            wanted = idx.rows_for(cfg.doc_ids)
+            rows = wanted if rows is None else np.intersect1d(rows, wanted)
         if cfg.path_prefix:
             want = tuple(normalize_title(t) for t in cfg.path_prefix)
             cache = idx.derived.prefixes
@@ -303,7 +315,10 @@ class Retriever:
         else:
             sections, omitted = pack_sections(idx, selected, cfg.budget, cap, terms)
         relevance = _relevance(idx, selected, query)
-        return [replace(s, relevance=relevance.get(s.ref, 0.0)) for s in sections], omitted
+        docs = idx.documents
+        return [replace(s, relevance=relevance.get(s.ref, 0.0),
+                        metadata=public_metadata(docs[s.doc_id].metadata))
+                for s in sections], omitted
 
 
 # --- helpers ----------------------------------------------------------------------------

@@ -38,8 +38,8 @@ PUBLIC = {
 #: inside a function.
 LAYERS = [
     # protocols and leaves: no dependency on anything but errors
-    {"errors", "defaults", "tokens", "_retry", "bundled", "llm.base", "embeddings.base",
-     "convert.base", "convert.numbering", "convert.markdown"},
+    {"errors", "defaults", "access", "tokens", "_retry", "bundled", "llm.base",
+     "embeddings.base", "convert.base", "convert.numbering", "convert.markdown"},
     {"convert.pdf", "convert.html", "convert.docx", "convert",
      "documents", "tree", "headings", "refs"},
     {"noise", "blocks", "chunking", "segmentation", "summaries"},

@@ -120,6 +120,7 @@ class UpdateReport:
     sections_skipped: int = 0  # sections of the parsed documents left unchunked (noise, short)
     warnings: tuple[str, ...] = ()  # "path: ..." from converters ("pages 3, 9 have no text")
     duplicates: tuple[tuple[str, str], ...] = ()  # (doc_id, identical earlier doc_id)
+    relabelled: tuple[str, ...] = ()  # unchanged documents whose metadata alone changed
     chunks: int = 0
     embedded: int = 0
     seconds: float = 0.0
@@ -132,6 +133,7 @@ class UpdateReport:
             f"{len(self.unchanged)} unchanged, {len(self.removed)} removed, "
             f"{len(self.skipped)} skipped; {self.chunks} chunks "
             f"({self.embedded} embedded) in {self.seconds:.1f}s"
+            + (f"; metadata changed for {len(self.relabelled)}" if self.relabelled else "")
             + (f"; {len(self.duplicates)} duplicate documents" if self.duplicates else "")
             + (f"; {len(self.warnings)} warning{'s' * (len(self.warnings) != 1)}"
                if self.warnings else "")

@@ -115,7 +115,8 @@ def _write_meta(path: Path, docs: Sequence[DocumentParts]) -> None:
         con.execute(
             "CREATE TABLE documents (doc_id TEXT PRIMARY KEY, source_path TEXT, size INTEGER,"
             " sha256 TEXT, kind TEXT, title TEXT, n_chunks INTEGER, line_tokens BLOB,"
-            " row_lo INTEGER, row_hi INTEGER, tree TEXT, pages BLOB, converter TEXT)")
+            " row_lo INTEGER, row_hi INTEGER, tree TEXT, pages BLOB, converter TEXT,"
+            " metadata TEXT)")
         con.execute(
             f"CREATE TABLE chunks (row INTEGER PRIMARY KEY, {_CHUNK_COLS}, crumbs TEXT,"
             " norm TEXT, embed_text TEXT)")
@@ -123,10 +124,11 @@ def _write_meta(path: Path, docs: Sequence[DocumentParts]) -> None:
         for d in docs:
             r = d.record
             con.execute(
-                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (r.doc_id, r.source_path, r.size, r.sha256, r.kind, r.title, r.n_chunks,
                  np.asarray(r.line_tokens, "<i4").tobytes(), row, row + len(d.chunks),
-                 d.tree_json, np.asarray(r.pages, "<i4").tobytes(), r.converter))
+                 d.tree_json, np.asarray(r.pages, "<i4").tobytes(), r.converter,
+                 json.dumps(r.metadata, ensure_ascii=False) if r.metadata else None))
             rows = []
             for c in d.chunks:
                 crumbs = chunk_crumbs(c, r.title)
@@ -185,7 +187,8 @@ class DiskSegment:
         self._docs: dict[str, tuple[str, int, int]] | None = None
         self._records: OrderedDict[str, DocumentRecord] = OrderedDict()
         self._texts: OrderedDict[str, str] = OrderedDict()
-        self._paged: bool | None = None
+        self._cols: frozenset[str] | None = None
+        self._meta: dict[str, dict[str, Any]] | None = None
 
     @property
     def approximate(self) -> str | None:
@@ -233,12 +236,34 @@ class DiskSegment:
     def n_rows(self) -> int:
         return self._rows
 
-    def _has_pages(self) -> bool:
-        """Whether the documents table has the ``pages`` and ``converter`` columns."""
-        if self._paged is None:
-            cols = {r[1] for r in self._query("PRAGMA table_info(documents)")}
-            self._paged = "pages" in cols
-        return self._paged
+    def _columns(self) -> frozenset[str]:
+        """The documents table's columns: segments written before converted formats lack
+        ``pages`` and ``converter``, those written before metadata lack ``metadata``."""
+        if self._cols is None:
+            self._cols = frozenset(r[1] for r in self._query("PRAGMA table_info(documents)"))
+        return self._cols
+
+    def metadata(self) -> dict[str, dict[str, Any]]:
+        """Every document's metadata (``{}`` where none), in one read."""
+        if self._meta is None:
+            if "metadata" not in self._columns():
+                self._meta = {d: {} for d in self._doc_table()}
+            else:
+                self._meta = {d: self._metadata(raw, d) for d, raw in
+                              self._query("SELECT doc_id, metadata FROM documents")}
+        return self._meta
+
+    def _metadata(self, raw: str | None, doc_id: str) -> dict[str, Any]:
+        if not raw:
+            return {}
+        try:
+            meta = json.loads(raw)
+        except ValueError:
+            meta = None
+        if not isinstance(meta, dict):
+            raise IndexCorruptError(f"{self.folder / _META}: metadata of {doc_id} is not a "
+                                    "JSON object")
+        return meta
 
     def _doc_table(self) -> dict[str, tuple[str, int, int]]:
         if self._docs is None:
@@ -253,19 +278,21 @@ class DiskSegment:
         rec = self._records.get(doc_id)
         if rec is None:
             # Segments written before converted formats have no pages or converter column.
-            paged = self._has_pages()
+            cols = self._columns()
+            paged = "pages" in cols
             rows = self._query("SELECT doc_id, source_path, size, sha256, kind, title, n_chunks,"
-                               " line_tokens" + (", pages, converter" if paged else "")
+                               " line_tokens" + (", pages, converter" if paged else ", 0, 0")
+                               + (", metadata" if "metadata" in cols else ", NULL")
                                + " FROM documents WHERE doc_id = ?", (doc_id,))
             if not rows:
                 raise KeyError(doc_id)
-            d, path, size, sha, kind, title, n, lt, *more = rows[0]
-            pages, conv = more if more else (None, None)
+            d, path, size, sha, kind, title, n, lt, pages, conv, meta = rows[0]
             rec = DocumentRecord(doc_id=d, source_path=path, size=size, sha256=sha, kind=kind,
                                  title=title, n_chunks=n,
                                  line_tokens=tuple(np.frombuffer(lt, "<i4").tolist()),
                                  pages=tuple(np.frombuffer(pages, "<i4").tolist())
-                                 if pages else (), converter=conv or "")
+                                 if pages else (), converter=conv or "",
+                                 metadata=self._metadata(meta, d))
             with self._cache_lock:
                 remember(self._records, doc_id, rec, 256)
         return rec

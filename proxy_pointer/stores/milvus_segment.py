@@ -191,6 +191,21 @@ def in_list(field: str, values: Sequence[Any]) -> str:
     return f"{field} in [{items}]"
 
 
+def row_filter(rows: np.ndarray) -> str:
+    """``rows`` as a filter expression: runs of consecutive rows as ranges where that is
+    shorter (a document's chunks are one run, so filters by document or access stay short
+    however many chunks they hold), else ``row in [...]``."""
+    rows = np.unique(rows)
+    if not len(rows):
+        return "row in []"
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts, ends = rows[np.r_[0, breaks]], rows[np.r_[breaks - 1, len(rows) - 1]]
+    if 3 * len(starts) >= len(rows):
+        return in_list("row", rows.tolist())
+    return "(" + " or ".join(f"(row >= {a} and row <= {b})" if a != b else f"row == {a}"
+                             for a, b in zip(starts.tolist(), ends.tolist(), strict=True)) + ")"
+
+
 _CHUNK_FIELDS = ["row", "doc_id", "node_id", "title", "path", "start_char", "end_char",
                  "start_line", "end_line", "own_start", "own_end", "section_start",
                  "section_end", "embed_text"]
@@ -205,6 +220,7 @@ class MilvusSegment:
         self.number = segment_number(name)
         self._rows = rows
         self._docs: dict[str, tuple[str, int, int]] | None = None
+        self._meta: dict[str, dict[str, Any]] | None = None
         self._lock = threading.Lock()
         self._records: OrderedDict[str, DocumentRecord] = OrderedDict()
         self._texts: OrderedDict[str, str] = OrderedDict()
@@ -245,6 +261,24 @@ class MilvusSegment:
             with self._lock:
                 remember(self._records, doc_id, rec, 4096)
         return rec
+
+    def metadata(self) -> dict[str, dict[str, Any]]:
+        """Every document's metadata, from their records (read in batches, kept)."""
+        if self._meta is None:
+            out: dict[str, dict[str, Any]] = {}
+            docs = list(self._doc_table())
+            for i in range(0, len(docs), 256):
+                batch = docs[i:i + 256]
+                found = self.conn.blobs_of([f"rec/{self.name}/{d}" for d in batch])
+                for d in batch:
+                    raw = found[f"rec/{self.name}/{d}"]
+                    if raw is None:
+                        raise IndexCorruptError(
+                            f"{self.conn.location}: record of {d} is missing")
+                    out[d] = DocumentRecord.from_dict(json.loads(raw),
+                                                      source=self.conn.location).metadata
+            self._meta = out
+        return self._meta
 
     def text(self, doc_id: str) -> str:
         return self._text_and_tree(doc_id, tree=False)[0]
@@ -396,7 +430,7 @@ class MilvusSegment:
         """This segment's rows, within ``rows`` and not in ``exclude``, as a filter."""
         flt = self._filter
         if rows is not None:
-            flt += " and " + in_list("row", np.asarray(rows).tolist())
+            flt += " and " + row_filter(np.asarray(rows, np.int64))
         if exclude is not None and len(exclude):
             flt += " and not (" + in_list("row", np.asarray(exclude).tolist()) + ")"
         return flt

@@ -7,7 +7,7 @@ generations hold segments) both import it without importing each other.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import IndexCorruptError
@@ -39,6 +39,9 @@ class DocumentRecord:
     # page starts (convert.base.Converted.page_starts); () for formats without pages.
     pages: tuple[int, ...] = ()
     converter: str = ""  # "pdf/1": the converter (and version) the stored copy came from
+    # The user's metadata (access.py): ``access`` (groups allowed to read it) and any other
+    # fields; changing it alone re-embeds nothing.
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (one line of ``documents.jsonl``)."""

@@ -96,6 +96,11 @@ class Segment(Protocol):
 
     def record(self, doc_id: str) -> DocumentRecord: ...
 
+    def metadata(self) -> dict[str, dict[str, Any]]:
+        """``doc_id -> metadata`` of every document (deleted ones included), read at once:
+        what access filters evaluate."""
+        ...
+
     def text(self, doc_id: str) -> str: ...
 
     def tree(self, doc_id: str) -> Tree | None:
@@ -180,6 +185,9 @@ class MemorySegment:
 
     def record(self, doc_id: str) -> DocumentRecord:
         return self._docs[doc_id].record
+
+    def metadata(self) -> dict[str, dict[str, Any]]:
+        return {d: p.record.metadata for d, p in self._docs.items()}
 
     def text(self, doc_id: str) -> str:
         return self._docs[doc_id].text
@@ -303,11 +311,18 @@ class SegmentSet:
 
     def sha256s(self) -> dict[str, str]:
         """``doc_id -> sha256`` of every live document."""
-        out: dict[str, str] = {}
+        return self._live(lambda seg: seg.sha256s())
+
+    def metadata(self) -> dict[str, dict[str, Any]]:
+        """``doc_id -> metadata`` of every live document."""
+        return self._live(lambda seg: seg.metadata())
+
+    def _live(self, per_segment: Callable[[Segment], dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         for i, s in enumerate(self._slots):
-            for d, h in s.segment.sha256s().items():
+            for d, v in per_segment(s.segment).items():
                 if self._home.get(d) == i:
-                    out[d] = h
+                    out[d] = v
         return out
 
     def with_changes(self, staged: Sequence[DocumentParts], removed: Iterable[str]
