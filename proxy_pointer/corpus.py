@@ -224,7 +224,7 @@ class Reader:
         """Top-``k`` chunk rows by cosine with ``query``: ``(scores, rows)``, best first.
 
         Approximate where :attr:`vector_config` says so, unless ``exact``; ``rows``
-        restricts the search to those rows (always exact).
+        restricts the search to those rows (exact for a small subset).
         """
         q = np.asarray(query, np.float32).reshape(-1)
         return self.segments.dense(q, k, self.vector_config, rows, exact=exact)

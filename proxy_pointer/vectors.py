@@ -178,19 +178,31 @@ class VectorIndex:
                ) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` rows by inner product: ``(scores, rows)``, best first.
 
-        ``rows`` restricts the search to those rows (exact: filters give small subsets);
+        ``rows`` restricts the search to those rows: a small subset is scored exactly row by
+        row, a wide one (an access view) through the approximate index's bitmap filter or,
+        without one, by masking a full scan;
         ``exclude`` (sorted) rows are never returned (deleted chunks); ``exact`` skips the
         approximate index.
         """
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+        n = len(self)
         if rows is not None:
             if exclude is not None and len(exclude):
                 rows = rows[~np.isin(rows, exclude)]
             if len(rows) == 0 or k <= 0:
                 return np.empty(0, np.float32), np.empty(0, np.int64)
             rows = np.sort(rows)
-            return _top(np.asarray(self._fetch(rows) @ q), rows, k)
-        n = len(self)
+            if len(rows) < _WIDE * n:  # a small subset: read just its rows
+                return _top(np.asarray(self._fetch(rows) @ q), rows, k)
+            if self._faiss is not None and not exact:
+                scores, found = self._approximate(q, k, allowed=rows)
+                if len(found) >= min(k, len(rows)):
+                    return scores, found
+            # A wide filter (an access view, most documents): score every row, mask the rest.
+            every = np.asarray(self.vectors @ q, dtype=np.float32)
+            masked = np.full(n, -np.inf, np.float32)
+            masked[rows] = every[rows]
+            return _top(masked, None, k)
         if n == 0 or k <= 0:
             return np.empty(0, np.float32), np.empty(0, np.int64)
         if self._faiss is None or exact:
@@ -198,19 +210,27 @@ class VectorIndex:
             if exclude is not None and len(exclude):
                 scores[exclude] = -np.inf
             return _top(scores, None, k)
-        return self._approximate(q, k, exclude)
+        return self._approximate(q, k, exclude=exclude)
 
-    def _approximate(self, q: np.ndarray, k: int, exclude: np.ndarray | None
-                     ) -> tuple[np.ndarray, np.ndarray]:
+    def _approximate(self, q: np.ndarray, k: int, *, exclude: np.ndarray | None = None,
+                     allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The approximate index's best ``k``, re-scored exactly, never one of ``exclude``
+        and only ``allowed`` rows when given (a bitmap the index checks as it searches)."""
         import faiss as faiss_module
 
         faiss: Any = faiss_module  # its type stubs lack the search-parameter classes
 
-        params = None
-        if exclude is not None and len(exclude):
-            # Both selectors stay referenced by these locals until the search returns.
+        params = sel = None
+        if allowed is not None:
+            bits = np.zeros(len(self), bool)
+            bits[allowed] = True
+            bitmap = np.packbits(bits, bitorder="little")
+            sel = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
+        elif exclude is not None and len(exclude):
             batch = faiss.IDSelectorBatch(np.asarray(exclude, np.int64))
             sel = faiss.IDSelectorNot(batch)
+        if sel is not None:
+            # The selectors and the bitmap stay referenced by locals until the search returns.
             if isinstance(self._faiss, faiss.IndexIVF):
                 params = faiss.SearchParametersIVF(sel=sel, nprobe=self.config.nprobe)
             else:
@@ -220,6 +240,11 @@ class VectorIndex:
         _, ids = self._faiss.search(q.reshape(1, -1), want, params=params)
         found = np.sort(ids[0][ids[0] >= 0]).astype(np.int64)
         return _top(np.asarray(self._fetch(found) @ q, np.float32), found, k)
+
+
+#: A row filter at least this share of a segment is searched by masking (or the
+#: approximate index's bitmap) rather than by reading its rows one by one.
+_WIDE = 0.25
 
 
 def _top(scores: np.ndarray, rows: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -425,7 +425,7 @@ class SegmentSet:
         found: list[np.ndarray] = []
         if rows is not None:
             for slot, _, local in self._split(np.asarray(rows, np.int64)):
-                s, r = slot.segment.vector_index(config).search(query, k, local)
+                s, r = slot.segment.vector_index(config).search(query, k, local, exact=exact)
                 scores.append(s)
                 found.append(slot.to_global(r))
         else:
