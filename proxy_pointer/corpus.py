@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -272,12 +272,16 @@ class Reader:
         every row), worked out from the documents' metadata once per view and generation."""
         if access.everything:
             return None
+        return self._derived.visible(("rows", access), lambda: np.sort(
+            self.segments.rows_for(self.visible_documents(access))))
 
-        def make() -> np.ndarray:
-            meta = self.segments.metadata()
-            return np.sort(self.segments.rows_for(d for d, m in meta.items() if access.allows(m)))
-
-        return self._derived.visible(access, make)
+    def visible_documents(self, access: Access) -> Collection[str]:
+        """Ids of the live documents ``access`` may see (:attr:`documents` itself when it
+        hides nothing), from their metadata once per view and generation."""
+        if access.everything:
+            return self.documents
+        return self._derived.visible(("documents", access), lambda: frozenset(
+            d for d, m in self.segments.metadata().items() if access.allows(m)))
 
     def text(self, doc_id: str) -> str:
         """The stored copy of a document's source, exactly as indexed."""

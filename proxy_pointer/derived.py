@@ -40,7 +40,7 @@ class Derived:
         # (doc_id, line, most) -> the pieces of one long line (see line_pieces)
         self._pieces: OrderedDict[tuple[str, int, int], list[tuple[int, int, int]]] = (
             OrderedDict())
-        self._visible: OrderedDict[Hashable, np.ndarray] = OrderedDict()  # view -> rows
+        self._visible: OrderedDict[Hashable, Any] = OrderedDict()  # view -> docs, rows
         self._lock = threading.Lock()
 
     def _per_doc(self, store: OrderedDict, key: Hashable, make: Callable[[], Any]) -> Any:
@@ -55,9 +55,10 @@ class Derived:
                 store.popitem(last=False)
         return value
 
-    def visible(self, view: Hashable, make: Callable[[], np.ndarray]) -> np.ndarray:
-        """The rows one view of the index may see (:meth:`~.corpus.Reader.visible_rows`),
-        made once per view; the most recently used views are kept."""
+    def visible(self, view: Hashable, make: Callable[[], Any]) -> Any:
+        """What one view of the index may see (its documents, their rows: see
+        :meth:`~.corpus.Reader.visible_rows`), made once per view; the most recently used
+        views are kept."""
         return self._per_doc(self._visible, view, make)
 
     def line_starts(self, doc_id: str) -> list[int]:

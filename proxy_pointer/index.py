@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -293,6 +293,10 @@ class Index:
     def visible_rows(self, access: Access) -> np.ndarray | None:
         return self._reader.visible_rows(access)
 
+    def visible_documents(self, access: Access) -> Collection[str]:
+        """Ids of the documents ``access`` may see (:meth:`.corpus.Reader.visible_documents`)."""
+        return self._reader.visible_documents(access)
+
     def text(self, doc_id: str) -> str:
         return self._reader.text(doc_id)
 
@@ -302,10 +306,11 @@ class Index:
     def line_tokens(self, doc_id: str) -> tuple[int, ...]:
         return self._reader.line_tokens(doc_id)
 
-    def section(self, ref: Ref | str) -> SectionText:
+    def section(self, ref: Ref | str, *, access: Access | None = None) -> SectionText:
         """What ``ref`` (``doc#0003``, ``doc#L12-30``…) points at: :func:`~.refs.resolve`,
-        then :func:`~.refs.open_ref`, which say what they raise."""
-        r = resolve(ref, self.documents)
+        then :func:`~.refs.open_ref`, which say what they raise. A document ``access``
+        may not see is not found, exactly as a missing one."""
+        r = resolve(ref, self.documents if access is None else self.visible_documents(access))
         return open_ref(self.tree(r.doc_id), r, self.documents[r.doc_id].pages)
 
     # --- changing contents --------------------------------------------------------------
