@@ -21,8 +21,8 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["ACCESS_KEY", "Access", "check_metadata", "parse_where", "public_metadata",
-           "read_metadata_file"]
+__all__ = ["ACCESS_KEY", "ANONYMOUS", "Access", "check_metadata", "parse_where", "public_metadata",
+           "read_metadata_file", "read_tokens"]
 
 #: The metadata key that lists the groups allowed to read a document.
 ACCESS_KEY = "access"
@@ -141,6 +141,11 @@ class Access:
         return all(k in metadata and _matches(metadata[k], v) for k, v in self.where)
 
 
+#: A caller with no groups (a server request without a valid token): documents without
+#: ``access`` only.
+ANONYMOUS = Access(frozenset())
+
+
 def read_metadata_file(path: str | Path) -> dict[str, dict[str, Any]]:
     """``doc_id -> metadata`` from a JSON Lines file (one object per line with a ``doc_id``
     and any other fields; blank lines skipped). :class:`ConfigError` naming the file and
@@ -167,4 +172,29 @@ def read_metadata_file(path: str | Path) -> dict[str, dict[str, Any]]:
         if doc_id in out:
             raise ConfigError(f"{where}: {doc_id!r} appears twice")
         out[doc_id] = check_metadata(row, where=where)
+    return out
+
+
+def read_tokens(path: str | Path) -> dict[str, Access]:
+    """Bearer tokens and whom they stand for, from a JSON object file (``serve --tokens``):
+    ``{"TOKEN": ["group", ...], "ADMIN-TOKEN": "*"}``, ``"*"`` for a trusted caller who sees
+    every document. :class:`ConfigError` naming the file for anything else."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ConfigError(f"{path}: cannot read the tokens file ({e})") from None
+    if not isinstance(raw, dict) or not raw:
+        raise ConfigError(f"{path}: expected a JSON object of token -> list of groups (or \"*\")")
+    out: dict[str, Access] = {}
+    for token, groups in raw.items():
+        if not token.strip():
+            raise ConfigError(f"{path}: an empty token")
+        if groups == "*":
+            out[token] = Access()
+        elif isinstance(groups, list) and all(isinstance(g, str) and g.strip() for g in groups):
+            out[token] = Access(frozenset(groups))
+        else:
+            raise ConfigError(f"{path}: token ...{token[-4:]}: expected a list of group names "
+                              f"or \"*\", got {groups!r}")
     return out

@@ -66,7 +66,8 @@ def section_metadata(section: Section) -> dict[str, Any]:
     ``doc_id``, ``node_id``, ``title``, ``path`` (list), ``breadcrumb`` (joined with
     `` > ``), 1-based inclusive ``start_line``/``end_line``, ``pages`` (first, last; None
     but for converted PDFs), ``score``, ``relevance`` (0-1), ``tokens``, ``trimmed``,
-    ``also_in`` and the line spans (``matched_spans``, ``packed_spans``)."""
+    ``also_in``, the line spans (``matched_spans``, ``packed_spans``) and the document's
+    ``metadata`` (without its access list)."""
     meta = section.to_dict()
     del meta["text"]
     meta["breadcrumb"] = section.breadcrumb

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .retrieval import Retrieval, RetrievalConfig
 
 from . import defaults
+from .access import Access, read_metadata_file, read_tokens
 from .errors import ConfigError, DocumentError, NotFoundError, ProxyPointerError
 
 __all__ = ["main"]
@@ -58,6 +59,16 @@ def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--packing", choices=["evidence", "sections"], default=defaults.PACKING,
                    help="fill the budget with the best blocks of the sections, or with whole "
                         "sections in rank order (default %(default)s)")
+    _add_principal_option(p)
+    p.add_argument("--where", action="append", default=None, metavar="KEY=VALUE",
+                   help="only documents whose metadata has KEY=VALUE (repeatable: all must "
+                        "hold)")
+
+
+def _add_principal_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--principal", action="append", default=None, metavar="GROUP",
+                   help="read as a member of GROUP (repeatable): documents whose metadata "
+                        "'access' names none of the groups are hidden (default: all documents)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -118,6 +129,10 @@ def _parser() -> argparse.ArgumentParser:
                         "a cluster; else a local Ray; needs proxy-pointer[ray])")
     i.add_argument("--batch-mb", type=float, default=None,
                    help="megabytes of text read, parsed and embedded per batch (default 2)")
+    i.add_argument("--metadata", default=None, metavar="META.jsonl",
+                   help='per-document metadata, one JSON object per line: {"doc_id": ..., '
+                        '"access": [groups allowed to read it], ...any other fields}; a '
+                        "metadata-only change re-embeds nothing")
     i.add_argument("--quiet", action="store_true",
                    help="no progress (a bar on a terminal, else a line every "
                         f"{PROGRESS_EVERY:.0f}s on stderr)")
@@ -135,6 +150,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("ref", help="a ref as query prints it: doc_id#node_id (a whole section), "
                    "doc_id#L12-30 or doc_id#L12 (1-based lines), doc_id#p3-5 (pages)")
     _add_index_option(r)
+    _add_principal_option(r)
     r.add_argument("--json", action="store_true",
                    help="print JSON: text, ref, title, path, start_line, end_line")
 
@@ -151,6 +167,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--docs-root", default=None, metavar="DIR",
                    help="folder POST /index may read server-side paths from (doc ids "
                         "relative to it); POST /index needs $PROXY_POINTER_TOKEN set")
+    s.add_argument("--tokens", default=None, metavar="TOKENS.json",
+                   help='bearer tokens and their groups: {"TOKEN": ["group", ...], '
+                        '"ADMIN": "*"}; a request without a valid token reads only documents '
+                        "without 'access'")
+    s.add_argument("--require-token", action="store_true",
+                   help="answer requests without a valid token with 401")
     s.add_argument("--log-level", default="info",
                    choices=["critical", "error", "warning", "info", "debug"])
 
@@ -166,6 +188,9 @@ def _parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("mcp", help="serve the index to agents over the Model Context Protocol")
     _add_index_option(m)
+    m.add_argument("--principal", action="append", default=None, metavar="GROUP",
+                   help="the client reads as a member of GROUP (repeatable); without it, "
+                        "only documents without 'access'")
     m.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                    help="stdio (spawned by the client, the default) or streamable HTTP")
     m.add_argument("--host", default="127.0.0.1", help="http: address to bind (default "
@@ -257,6 +282,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
     from .stores import open_store
     from .vectors import VectorIndexConfig
 
+    # A bad metadata file fails before anything is opened or parsed.
+    metadata = read_metadata_file(args.metadata) if args.metadata else None
     store = open_store(args.index, token=args.milvus_token)
     existing = store.exists()
     spec = args.embedder
@@ -279,6 +306,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         exclude=tuple(args.exclude), prune=args.prune, progress=bar,
         executor=make_executor(args.executor, workers=args.workers),
         batch_bytes=DEFAULT_BATCH_BYTES if args.batch_mb is None else int(args.batch_mb * 1e6),
+        metadata=metadata,
     )
     if bar is not None:
         bar.close()
@@ -348,16 +376,17 @@ def _open_index(args: argparse.Namespace) -> tuple[Index, RetrievalConfig]:
 
     idx = Index.load(open_store(args.index, token=args.milvus_token))
     _wrap_cache(idx)
+    view = Access.of(args.principal, args.where)
     doc_ids: list[str] = []
     for given in args.doc or ():  # as HTTP and MCP resolve them: also without the suffix
-        key = resolve_doc_id(given, idx.documents)
+        key = resolve_doc_id(given, idx.visible_documents(view))
         if key is None:
             raise NotFoundError(f"no document {given!r} in {args.index}")
         doc_ids.append(key)
     cfg = RetrievalConfig(budget=args.budget, k=args.k, k_search=args.k_search,
                           doc_ids=tuple(doc_ids) or None, path_prefix=args.path,
                           expand=args.expand, hybrid=args.hybrid, mode=args.mode,
-                          packing=args.packing)
+                          packing=args.packing, principal=args.principal, where=args.where)
     return idx, cfg
 
 
@@ -450,7 +479,8 @@ def _cmd_section(args: argparse.Namespace) -> int:
     from .stores import open_store
 
     ref = Ref.parse(args.ref)  # a malformed ref fails before the index is opened
-    section = Index.load(open_store(args.index, token=args.milvus_token)).section(ref)
+    section = Index.load(open_store(args.index, token=args.milvus_token)).section(
+        ref, access=None if args.principal is None else Access.of(args.principal))
     if args.json:
         print(json.dumps(section.to_dict(), ensure_ascii=False, indent=2))
     else:
@@ -470,19 +500,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from .service import Service
     from .stores import open_store
 
+    tokens = read_tokens(args.tokens) if args.tokens else None
     llm = make_llm(args.llm, base_url=args.llm_base_url)
     service = Service(open_store(args.index, token=args.milvus_token), llm=llm)
     token = os.environ.get(TOKEN_ENV) or None
-    health = service.health()
+    health = service.health(access=Access())
 
     def announce() -> None:  # once the index, --docs-root and the app are good
         print(f"proxy-pointer: serving {args.index} ({health['documents']} documents, "
               f"{health['chunks']} chunks) at http://{args.host}:{args.port} (inspector: /, "
               f"API docs: /docs); /ask: {llm.model_id if llm is not None else 'off (no LLM)'}"
-              f"; POST /index: {'on' if token else f'off (set {TOKEN_ENV})'}", file=sys.stderr)
+              f"; POST /index: {'on' if token else f'off (set {TOKEN_ENV})'}"
+              f"; readers: {len(tokens or {})} tokens"
+              f"{', required' if args.require_token else ''}", file=sys.stderr)
 
     run(service, host=args.host, port=args.port, token=token or "", docs_root=args.docs_root,
-        log_level=args.log_level, announce=announce)
+        tokens=tokens, require_token=args.require_token, log_level=args.log_level,
+        announce=announce)
     return 0
 
 
@@ -520,7 +554,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         print(f"proxy-pointer: MCP over streamable HTTP at http://{args.host}:{args.port}/mcp",
               file=sys.stderr)
     serve(args.index, transport=args.transport, host=args.host, port=args.port,
-          token=args.milvus_token)
+          token=args.milvus_token, principal=args.principal or ())
     return 0
 
 

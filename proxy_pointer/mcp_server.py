@@ -29,7 +29,7 @@ import contextlib
 import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Annotated, Any, Literal, get_type_hints
 
@@ -50,6 +50,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     ) from e
 
 from . import defaults
+from .access import ANONYMOUS, Access
 from .errors import ProxyPointerError
 from .service import Service, describe_invalid
 from .stores import open_store
@@ -81,9 +82,10 @@ DocId = Annotated[str, Field(description="A document id, as list_documents gives
 
 def build_server(service: Service, *, name: str = "proxy-pointer",
                  host: str = HOST, port: int = PORT,
-                 log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
-                 ) -> MCPServer:
-    """An MCP server whose four tools answer from ``service``.
+                 log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING",
+                 access: Access = ANONYMOUS) -> MCPServer:
+    """An MCP server whose four tools answer from ``service`` through ``access`` (what
+    its client may read; default: documents without ``access`` only).
 
     ``host``/``port`` matter only for streamable HTTP (mcp 1.x reads them here, 2.x when
     run). Raises nothing itself; tool errors are reported to the client.
@@ -108,16 +110,17 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
 
     async def search(question: Question, budget: Budget = None, k: K = None,
                      doc_ids: DocIds = None) -> dict[str, Any]:
-        return await _call(service.query, question, budget=budget, k=k, doc_ids=doc_ids)
+        return await _call(service.query, question, budget=budget, k=k, doc_ids=doc_ids,
+                           access=access)
 
     async def get_section(ref: Ref) -> dict[str, Any]:
-        return await _call(service.section_by_ref, ref)
+        return await _call(service.section_by_ref, ref, access=access)
 
     async def outline(doc_id: DocId) -> dict[str, Any]:
-        return await _call(service.outline, doc_id)
+        return await _call(service.outline, doc_id, access=access)
 
     async def list_documents() -> dict[str, Any]:
-        return {"documents": await _call(service.documents)}
+        return {"documents": await _call(service.documents, access=access)}
 
     for tool in (search, get_section, outline, list_documents):
         # mcp 1.x reads the annotations unevaluated; hand it the types, not their names
@@ -193,9 +196,11 @@ async def _call(fn: Callable[..., Any], *args: Any, **options: Any) -> Any:
 
 
 def serve(location: str | os.PathLike[str], *, transport: Literal["stdio", "http"] = "stdio",
-          host: str = HOST, port: int = PORT, token: str | None = None) -> None:
+          host: str = HOST, port: int = PORT, token: str | None = None,
+          principal: Sequence[str] = ()) -> None:
     """Load the index at ``location`` (a directory or ``milvus:URI[#NAME]``; ``token`` for a
-    Milvus server) and serve it until the client goes away (stdio) or Ctrl-C (http).
+    Milvus server) and serve it until the client goes away (stdio) or Ctrl-C (http), to a
+    client in the groups ``principal`` (none: it reads documents without ``access`` only).
 
     Raises :class:`~proxy_pointer.errors.ProxyPointerError` when the index cannot be opened.
     """
@@ -204,7 +209,7 @@ def serve(location: str | os.PathLike[str], *, transport: Literal["stdio", "http
     with contextlib.redirect_stdout(sys.stderr):
         service = Service(open_store(location, token=token))
         service.index.embedder.embed_query("warm up")  # the model loads now, not mid-request
-    server = build_server(service, host=host, port=port)
+    server = build_server(service, host=host, port=port, access=Access.of(principal))
     if transport == "stdio":
         anyio.run(server.run_stdio_async)
     else:

@@ -26,15 +26,17 @@ index busy, 500 anything unexpected (logged, never a traceback). ``POST /index``
 Needs the ``serve`` extra: ``pip install 'proxy-pointer[serve]'``.
 """
 
+import hashlib
 import hmac
 import importlib
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from .access import ANONYMOUS, Access
 from .errors import (
     ConfigError,
     DocumentError,
@@ -81,6 +83,10 @@ def _require(module: str) -> Any:
     except ImportError:
         raise ConfigError(f"the HTTP server needs {module}: "
                           "pip install 'proxy-pointer[serve]'") from None
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
 
 
 def _status(exc: ProxyPointerError) -> int:
@@ -181,15 +187,21 @@ class _Guard:
 
 
 def create_app(service: Service, *, token: str | None = None,
-               docs_root: str | os.PathLike[str] | None = None) -> "FastAPI":
+               docs_root: str | os.PathLike[str] | None = None,
+               tokens: Mapping[str, Access] | None = None, require_token: bool = False
+               ) -> "FastAPI":
     """A FastAPI app serving ``service``: the inspector at ``/``, interactive docs at
     ``/docs`` (and ``/redoc``), served without a CDN.
 
     ``token`` enables ``POST /index`` for requests bearing it (``None``: the value of
-    ``$PROXY_POINTER_TOKEN``; empty or unset: updates are off). ``docs_root`` is the folder
-    ``POST /index`` may read server-side ``paths`` from (doc ids are relative to it); without
-    it only inline ``documents`` are accepted. Raises :class:`ConfigError` when FastAPI is
-    not installed or ``docs_root`` is not a folder.
+    ``$PROXY_POINTER_TOKEN``; empty or unset: updates are off); its bearer reads every
+    document. ``tokens`` maps other bearer tokens to what they may read
+    (:func:`~proxy_pointer.access.read_tokens`); a request without a valid token reads only
+    documents without ``access`` (:data:`~proxy_pointer.access.ANONYMOUS`), or gets 401
+    with ``require_token``. ``docs_root`` is the folder ``POST /index`` may read
+    server-side ``paths`` from (doc ids are relative to it); without it only inline
+    ``documents`` are accepted. Raises :class:`ConfigError` when FastAPI is not installed,
+    ``docs_root`` is not a folder or ``require_token`` has no tokens to require.
     """
     _require("fastapi")
     offline = _require("fastapi_offline")
@@ -207,6 +219,12 @@ def create_app(service: Service, *, token: str | None = None,
 
     lim = service.limits
     secret = os.environ.get(TOKEN_ENV, "") if token is None else token
+    # Looked up by hash, so a lookup's timing says nothing about the tokens held.
+    views = {_digest(t): v for t, v in (tokens or {}).items()}
+    if secret:
+        views[_digest(secret)] = Access()
+    if require_token and not views:
+        raise ConfigError("--require-token needs tokens: pass --tokens FILE")
     root = None
     if docs_root is not None:
         root = Path(docs_root).resolve()
@@ -226,6 +244,9 @@ def create_app(service: Service, *, token: str | None = None,
         path_prefix: str | None = Field(None, max_length=1_000,
                                         description='only under this breadcrumb, e.g. "Chapter 2"')
         mode: Literal["chunks", "collapsed", "traverse"] | None = None
+        where: dict[str, str | int | float | bool] | None = Field(
+            None, max_length=32, description='only documents whose metadata holds every '
+            'pair, e.g. {"year": 2024}')
 
         @field_validator("question", mode="before")
         @classmethod
@@ -239,6 +260,9 @@ def create_app(service: Service, *, token: str | None = None,
         model_config = ConfigDict(extra="forbid")
         doc_id: str = Field(min_length=1, max_length=512, description="e.g. notes/a.md")
         text: str
+        metadata: dict[str, Any] | None = Field(
+            None, description='e.g. {"access": ["hr"], "year": 2024}; "access" lists the '
+            "groups that may read it")
 
     class IndexRequest(BaseModel):
         """Files under the server's documents folder and/or documents sent inline, indexed
@@ -248,12 +272,16 @@ def create_app(service: Service, *, token: str | None = None,
         paths: list[str] = Field(default_factory=list, max_length=1_000,
                                  description="files or folders, relative to --docs-root")
         documents: list[InlineDocument] = Field(default_factory=list, max_length=1_000)
+        metadata: dict[str, dict[str, Any]] | None = Field(
+            None, max_length=10_000, description="doc_id -> metadata for files under paths "
+            "or documents already indexed (a metadata-only change embeds nothing)")
         prune: bool = False
 
         @model_validator(mode="after")
         def _needs_work(self) -> "IndexRequest":
-            if not (self.paths or self.documents):  # {"prune": true} alone would empty it
-                raise ValueError("give paths and/or documents to index")
+            if not (self.paths or self.documents or self.metadata):
+                # {"prune": true} alone would empty the index
+                raise ValueError("give paths, documents and/or metadata")
             return self
 
     # FastAPIOffline is FastAPI with /docs and /redoc on the package's own copies of
@@ -297,6 +325,19 @@ def create_app(service: Service, *, token: str | None = None,
 
     bearer = HTTPBearer(auto_error=False)
 
+    def viewer(credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                      Depends(bearer)]) -> Access:
+        """What the request's bearer may read (see the docstring above)."""
+        view = views.get(_digest(credentials.credentials)) if credentials is not None else None
+        if view is not None:
+            return view
+        if require_token:
+            raise HTTPException(401, "this server needs a valid 'Authorization: Bearer' token",
+                                headers={"WWW-Authenticate": "Bearer"})
+        return ANONYMOUS
+
+    View = Annotated[Access, Depends(viewer)]
+
     def authorized(credentials: Annotated[HTTPAuthorizationCredentials | None,
                                           Depends(bearer)]) -> None:
         if not secret:
@@ -315,36 +356,36 @@ def create_app(service: Service, *, token: str | None = None,
                                      "Cache-Control": "no-cache"})
 
     @app.post("/query", summary="Sections for a question, with pointers")
-    def query(body: QueryRequest, request: Request) -> dict[str, Any]:
+    def query(body: QueryRequest, request: Request, view: View) -> dict[str, Any]:
         """The CLI's ``query --json``: ``contexts`` are sections, each with its ``ref``
         (``doc_id#node_id``, or ``doc_id#L12-30`` for a window of a document without
         headings) to open with ``/sections?ref=``."""
         options = body.model_dump(exclude_none=True, exclude={"question"})
-        return pinned(request, lambda: service.query(body.question, **options))
+        return pinned(request, lambda: service.query(body.question, access=view, **options))
 
     @app.post("/ask", summary="An answer with checked citations (needs an LLM)")
-    def ask(body: QueryRequest, request: Request) -> dict[str, Any]:
+    def ask(body: QueryRequest, request: Request, view: View) -> dict[str, Any]:
         options = body.model_dump(exclude_none=True, exclude={"question"})
-        return pinned(request, lambda: service.ask(body.question, **options))
+        return pinned(request, lambda: service.ask(body.question, access=view, **options))
 
-    @app.get("/documents", summary="Every indexed document")
-    def documents(request: Request) -> dict[str, Any]:
-        return pinned(request, lambda: {"documents": service.documents()})
+    @app.get("/documents", summary="Every document the caller may read")
+    def documents(request: Request, view: View) -> dict[str, Any]:
+        return pinned(request, lambda: {"documents": service.documents(access=view)})
 
     @app.get("/documents/{doc_id:path}/tree", summary="A document's outline (no text)")
-    def outline(request: Request, doc_id: Annotated[str, PathParam(
+    def outline(request: Request, view: View, doc_id: Annotated[str, PathParam(
             description="e.g. reports/2024.md")]) -> dict[str, Any]:
-        return pinned(request, lambda: service.outline(doc_id))
+        return pinned(request, lambda: service.outline(doc_id, access=view))
 
     @app.get("/sections/{doc_id:path}/{node_id}",
              summary="A section's text by doc id and node id (or L12-30 for lines)")
-    def section(request: Request, doc_id: str, node_id: Annotated[str, PathParam(
+    def section(request: Request, view: View, doc_id: str, node_id: Annotated[str, PathParam(
             description="a node id (0003, preamble), lines (L12-30, L12) or pages (p3-5)")]
                 ) -> dict[str, Any]:
-        return pinned(request, lambda: service.section(doc_id, node_id))
+        return pinned(request, lambda: service.section(doc_id, node_id, access=view))
 
     @app.get("/sections", summary="The text a ref points at (doc#0003, doc#L12-30, doc#p3)")
-    def section_by_ref(request: Request, ref: Annotated[str, Query(
+    def section_by_ref(request: Request, view: View, ref: Annotated[str, Query(
             max_length=2_000, description="a ref as /query and /documents/{doc_id}/tree give "
             "it: doc_id#node_id (a whole section), doc_id#L12-30 or doc_id#L12 (1-based "
             "lines), doc_id#p3-5 (pages); '#' is %23 in a URL")]) -> dict[str, Any]:
@@ -353,11 +394,11 @@ def create_app(service: Service, *, token: str | None = None,
         ``path``, 1-based inclusive ``start_line``/``end_line`` and ``text``. 400 for a
         malformed ref, 404 for a document, section or lines the index lacks (and for pages:
         no indexed format has a page map yet)."""
-        return pinned(request, lambda: service.section_by_ref(ref))
+        return pinned(request, lambda: service.section_by_ref(ref, access=view))
 
     @app.get("/healthz", summary="Liveness and the generation served")
-    def healthz(request: Request) -> dict[str, Any]:
-        return pinned(request, lambda: {"status": "ok", **service.health()})
+    def healthz(request: Request, view: View) -> dict[str, Any]:
+        return pinned(request, lambda: {"status": "ok", **service.health(access=view)})
 
     @app.post("/index", summary="Add or update documents (bearer token)",
               dependencies=[Depends(authorized)])
@@ -368,8 +409,10 @@ def create_app(service: Service, *, token: str | None = None,
         if body.paths and root is None:
             raise HTTPException(400, "server-side paths are off: start the server with "
                                 "--docs-root DIR, or send the text in 'documents'")
+        metadata = {**(body.metadata or {}), **{d.doc_id: d.metadata for d in body.documents
+                                                 if d.metadata is not None}}
         report = service.add_documents(body.paths, [(d.doc_id, d.text) for d in body.documents],
-                                       root=root, prune=body.prune)
+                                       root=root, prune=body.prune, metadata=metadata)
         request.state.generation = report["generation"]
         return report
 
@@ -378,12 +421,14 @@ def create_app(service: Service, *, token: str | None = None,
 
 def run(service: Service, *, host: str = "127.0.0.1", port: int = 8000,
         token: str | None = None, docs_root: str | os.PathLike[str] | None = None,
+        tokens: Mapping[str, Access] | None = None, require_token: bool = False,
         log_level: str = "info", announce: Callable[[], None] | None = None) -> None:
     """Serve :func:`create_app` with uvicorn until interrupted (one process: the model and
     index are loaded once and shared by the thread pool). ``announce`` is called once the
     app is built, so a bad option fails before anything says the server is up."""
     uvicorn = _require("uvicorn")
-    app = create_app(service, token=token, docs_root=docs_root)
+    app = create_app(service, token=token, docs_root=docs_root, tokens=tokens,
+                     require_token=require_token)
     if announce is not None:
         announce()
     uvicorn.run(app, host=host, port=port, log_level=log_level)

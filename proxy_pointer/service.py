@@ -7,6 +7,11 @@ they opened, so a request never sees a half-written index). Bad requests raise
 :class:`~proxy_pointer.errors.ConfigError`; unknown documents, sections or lines raise
 :class:`~proxy_pointer.errors.NotFoundError`; ``ask`` without an LLM raises
 :class:`UnavailableError`.
+
+Every request is read through one caller's :class:`~proxy_pointer.access.Access` view
+(default :data:`~proxy_pointer.access.ANONYMOUS`: documents without ``access`` only): a
+document the view hides is absent from listings, search and citations, and opening it
+answers exactly like opening a missing one.
 """
 
 from __future__ import annotations
@@ -15,12 +20,13 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .access import ANONYMOUS, Access, public_metadata
 from .convert import page_span
 from .documents import discover, resolve_doc_id
 from .errors import ConfigError, NotFoundError, ProxyPointerError
@@ -102,17 +108,23 @@ class Service:
         finally:
             self._pinned.index = outer
 
-    def health(self) -> dict[str, Any]:
-        """``generation``, ``documents``, ``chunks`` and ``embedder`` of the index served."""
+    def health(self, *, access: Access = ANONYMOUS) -> dict[str, Any]:
+        """``generation``, ``documents``, ``chunks`` (those ``access`` sees) and
+        ``embedder`` of the index served."""
         idx = self.index
-        return {"generation": idx.generation, "documents": len(idx),
-                "chunks": len(idx.chunks), "embedder": idx.embedder.model_id}
+        rows = idx.visible_rows(access)
+        return {"generation": idx.generation, "documents": len(idx.visible_documents(access)),
+                "chunks": len(idx.chunks) if rows is None else len(rows),
+                "embedder": idx.embedder.model_id}
 
     # --- requests -----------------------------------------------------------------------
     def config(self, *, budget: int | None = None, k: int | None = None,
                doc_ids: Sequence[str] | None = None, path_prefix: str | None = None,
-               mode: str | None = None) -> RetrievalConfig:
-        """A retrieval config within :attr:`limits`; :class:`ConfigError` otherwise."""
+               mode: str | None = None, where: Mapping[str, Any] | None = None,
+               access: Access = ANONYMOUS) -> RetrievalConfig:
+        """A retrieval config within :attr:`limits` for a caller with ``access`` (its
+        principal, its filters and the request's ``where``); :class:`ConfigError`
+        otherwise, :class:`NotFoundError` for a doc id the caller cannot see."""
         lim = self.limits
         if budget is not None and not (isinstance(budget, int) and 0 < budget <= lim.max_budget):
             raise ConfigError(f"budget must be an integer in 1..{lim.max_budget}, got {budget!r}")
@@ -120,13 +132,15 @@ class Service:
             raise ConfigError(f"k must be an integer in 1..{lim.max_k}, got {k!r}")
         if doc_ids is not None and len(doc_ids) > lim.max_doc_ids:
             raise ConfigError(f"at most {lim.max_doc_ids} doc_ids")
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {
+            "principal": access.principal,
+            "where": (*access.where, *Access.of(where=where).where) or None}
         for name, value in (("budget", budget), ("k", k), ("path_prefix", path_prefix),
                             ("mode", mode)):
             if value is not None:
                 options[name] = value
         if doc_ids is not None:
-            options["doc_ids"] = tuple(self._doc_key(d) for d in doc_ids)
+            options["doc_ids"] = tuple(self._doc_key(d, access) for d in doc_ids)
         return RetrievalConfig(**options)
 
     def _question(self, question: Any) -> str:
@@ -137,13 +151,16 @@ class Service:
                               "characters")
         return question.strip()
 
-    def query(self, question: str, **options: Any) -> dict[str, Any]:
+    def query(self, question: str, *, access: Access = ANONYMOUS, **options: Any
+              ) -> dict[str, Any]:
         """Sections for ``question``: :meth:`Retrieval.to_dict
         <proxy_pointer.retrieval.Retrieval.to_dict>`, the payload ``query --json`` prints."""
         question = self._question(question)
-        return self.index.retrieve(question, self.config(**options)).to_dict()
+        with self.pinned() as idx:
+            return idx.retrieve(question, self.config(access=access, **options)).to_dict()
 
-    def ask(self, question: str, **options: Any) -> dict[str, Any]:
+    def ask(self, question: str, *, access: Access = ANONYMOUS, **options: Any
+            ) -> dict[str, Any]:
         """An answer with checked citations (``ask --json``, :meth:`Index.ask
         <proxy_pointer.index.Index.ask>`); :class:`UnavailableError` when no LLM is
         configured."""
@@ -151,18 +168,21 @@ class Service:
             raise UnavailableError("no LLM is configured: start the server with --llm "
                                    "(or set GEMINI_API_KEY / PROXY_POINTER_LLM)")
         question = self._question(question)
-        return self.index.ask(question, self.llm, self.config(**options)).to_dict()
+        with self.pinned() as idx:
+            return idx.ask(question, self.llm, self.config(access=access, **options)).to_dict()
 
-    def documents(self) -> list[dict[str, Any]]:
-        """Every document: ``doc_id``, ``title``, ``kind``, ``size``, ``n_chunks``, ``pages``
-        (a converted PDF's page count, else None) and ``converter`` (``"pdf/1"``, or None)."""
-        idx = self.index
-        return [{"doc_id": d, "title": r.title, "kind": r.kind, "size": r.size,
-                 "n_chunks": r.n_chunks, "pages": len(r.pages) or None,
-                 "converter": r.converter or None}
-                for d, r in ((d, idx.documents[d]) for d in idx.documents)]
+    def documents(self, *, access: Access = ANONYMOUS) -> list[dict[str, Any]]:
+        """Every document ``access`` sees: ``doc_id``, ``title``, ``kind``, ``size``,
+        ``n_chunks``, ``pages`` (a converted PDF's page count, else None), ``converter``
+        (``"pdf/1"``, or None) and ``metadata`` (without the access list)."""
+        with self.pinned() as idx:
+            seen = idx.visible_documents(access)
+            return [{"doc_id": d, "title": r.title, "kind": r.kind, "size": r.size,
+                     "n_chunks": r.n_chunks, "pages": len(r.pages) or None,
+                     "converter": r.converter or None, "metadata": public_metadata(r.metadata)}
+                    for d, r in ((d, idx.documents[d]) for d in idx.documents if d in seen)]
 
-    def outline(self, doc_id: str) -> dict[str, Any]:
+    def outline(self, doc_id: str, *, access: Access = ANONYMOUS) -> dict[str, Any]:
         """A document's skeleton tree without text: ``doc_id``, ``title`` and its
         ``nodes`` in reading order, each with ``ref``, ``node_id``, ``title``, ``level``,
         ``parent_id``, 1-based inclusive ``start_line``/``end_line`` of its section, its
@@ -175,8 +195,8 @@ class Service:
         from .chunking import skip_reasons
         from .noise import classify_noise
 
-        key = self._doc_key(doc_id)
         with self.pinned() as idx:
+            key = self._doc_key(doc_id, access)
             tree, starts, config = idx.tree(key), idx.documents[key].pages, idx.chunk_config
         skipped = (skip_reasons(tree, config, noise=classify_noise(tree, config.noise))
                    if config.mode == "structure" else {})
@@ -187,12 +207,13 @@ class Service:
                            "pages": _pages(starts, n.start + 1, n.end),
                            "skipped": skipped.get(n.node_id)} for n in tree.nodes]}
 
-    def section(self, doc_id: str, node_id: str) -> dict[str, Any]:
+    def section(self, doc_id: str, node_id: str, *, access: Access = ANONYMOUS
+                ) -> dict[str, Any]:
         """:meth:`section_by_ref` for a doc id and the part of a ref after its ``#``: a node
         id (``"0003"``), lines (``"L12-30"``) or pages (``"p3"``)."""
-        return self._open(Ref.of(doc_id, node_id))
+        return self._open(Ref.of(doc_id, node_id), access)
 
-    def section_by_ref(self, ref: str) -> dict[str, Any]:
+    def section_by_ref(self, ref: str, *, access: Access = ANONYMOUS) -> dict[str, Any]:
         """The text a ref points at, as search results and outlines give them
         (:mod:`~proxy_pointer.refs`): ``doc_id#node_id`` a whole section with its
         subsections, ``doc_id#L12-30`` those lines (a fallback window's ref), ``doc_id#p3-5``
@@ -201,22 +222,25 @@ class Service:
         ``pages`` (first, last; None but for converted PDFs). :class:`ConfigError` for a
         malformed ref, :class:`NotFoundError` for a document, section, lines or pages the
         index lacks (and pages of a document without them)."""
-        return self._open(Ref.parse(ref))
+        return self._open(Ref.parse(ref), access)
 
-    def _open(self, ref: Ref) -> dict[str, Any]:
+    def _open(self, ref: Ref, access: Access) -> dict[str, Any]:
         with self.pinned() as idx:
-            key = self._doc_key(ref.doc_id)  # the message names the store
+            key = self._doc_key(ref.doc_id, access)
             return idx.section(dataclasses.replace(ref, doc_id=key)).to_dict()
 
     def add_documents(self, paths: Sequence[str] = (), texts: Sequence[tuple[str, str]] = (),
                       *, root: str | os.PathLike[str] | None = None, prune: bool = False,
+                      metadata: Mapping[str, Mapping[str, Any]] | None = None,
                       lock_timeout: float = 30.0) -> dict[str, Any]:
         """Add or update the files under ``paths`` and the ``(doc_id, text)`` pairs of
         ``texts`` in one atomic commit (under the store's writer lock); returns the
         :class:`~proxy_pointer.ingest.UpdateReport` as data (``added``, ``updated``,
-        ``unchanged``, ``removed``, ``skipped``, ``warnings`` (from converters: "pages 3, 9
-        have no text layer"), ``chunks``, ``embedded``, ``seconds``) and the committed
-        ``generation``.
+        ``unchanged``, ``relabelled``, ``removed``, ``skipped``, ``warnings`` (from
+        converters: "pages 3, 9 have no text layer"), ``chunks``, ``embedded``,
+        ``seconds``) and the committed ``generation``. ``metadata`` (``doc_id -> object``,
+        :meth:`Index.update <proxy_pointer.index.Index.update>`) sets the metadata of
+        documents being indexed or already indexed (a metadata-only change embeds nothing).
 
         With ``root``, file doc ids are relative to it and every path (relative ones are
         taken from ``root``) and every file found must lie inside it, symbolic links
@@ -240,9 +264,11 @@ class Service:
             before, version = set(idx.documents), idx.version
             # Parse here (workers=0): forking a process whose other threads are serving
             # requests could copy a lock one of them holds.
+            meta = dict(metadata or {})
+            inline_meta = {d: meta.pop(d) for d in names if d in meta}
             report = idx.update(files, root=None if root is None else os.fspath(root),
-                                workers=0)
-            inline = idx.add_texts(texts, source_prefix="inline:")
+                                workers=0, metadata=meta)
+            inline = idx.add_texts(texts, source_prefix="inline:", metadata=inline_meta)
             added = sorted({*report.added, *inline.added})
             updated = sorted({*report.updated, *inline.updated})
             unchanged = len(report.unchanged) + len(inline.unchanged)
@@ -252,6 +278,7 @@ class Service:
                 idx.generation)
             self._checked = 0.0  # pick the new generation up on the next request
         return {"added": added, "updated": updated, "unchanged": unchanged,
+                "relabelled": sorted({*report.relabelled, *inline.relabelled}),
                 "removed": sorted(removed), "skipped": list(report.skipped),
                 "warnings": list(report.warnings), "chunks": len(idx.chunks),
                 "embedded": report.embedded + inline.embedded,
@@ -274,12 +301,13 @@ class Service:
                 raise ConfigError(f"{s.doc_id}: links outside the documents folder")
         return out
 
-    def _doc_key(self, doc_id: str) -> str:
-        """The indexed id for ``doc_id``, also without its file suffix;
-        :class:`NotFoundError` for an unknown one."""
+    def _doc_key(self, doc_id: str, access: Access) -> str:
+        """The indexed id for ``doc_id``, also without its file suffix, among the documents
+        ``access`` sees; :class:`NotFoundError` for any other, in one wording whether it is
+        missing or hidden."""
         if not isinstance(doc_id, str):
             raise ConfigError(f"doc_id must be a string, got {doc_id!r}")
-        key = resolve_doc_id(doc_id, self.index.documents)
+        key = resolve_doc_id(doc_id, self.index.visible_documents(access))
         if key is None:
             raise NotFoundError(f"no document {doc_id!r} in the index")
         return key

@@ -431,7 +431,7 @@ def test_paths_outside_the_documents_folder_are_refused(site: Path, tmp_path: Pa
         body = {"documents": [{"doc_id": doc_id, "text": NEW_DOC}]}
         assert "bad doc id" in _error(c.post("/index", headers=auth, json=body), 400)
     _error(c.post("/index", headers=auth, json={}), 422)
-    assert "paths and/or documents" in _error(c.post("/index", headers=auth,
+    assert "paths, documents and/or metadata" in _error(c.post("/index", headers=auth,
                                                      json={"prune": True}), 422)
     assert c.get("/healthz").json()["documents"] == 4
     # Without a documents folder, server-side paths are off altogether.
