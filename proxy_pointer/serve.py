@@ -23,6 +23,13 @@ index busy, 500 anything unexpected (logged, never a traceback). ``POST /index``
 ``Authorization: Bearer <token>`` where the token is ``create_app(token=...)`` or
 ``$PROXY_POINTER_TOKEN``; without one the endpoint is off.
 
+Who reads what: ``create_app(tokens=...)`` (``serve --tokens TOKENS.json``) maps bearer
+tokens to groups. Every endpoint reads through the caller's view: a document whose metadata's
+``access`` names none of its groups is left out of search (before the top k), listings and
+``/healthz`` counts, and opening it answers 404 in the words a missing document gets. A
+request without a valid token reads only documents without ``access``, or gets 401 with
+``require_token``; the update token reads everything.
+
 Needs the ``serve`` extra: ``pip install 'proxy-pointer[serve]'``.
 """
 

@@ -420,3 +420,27 @@ def test_framework_retrievers_take_the_principal(index: Index) -> None:
     nodes = LlamaRetriever(index=index, k=3, principal=[]).retrieve(HOLIDAY_Q)
     assert nodes and all(not n.node.metadata["also_in"] for n in nodes)
     _no_secrets([n.node.get_content() for n in nodes] + [n.node.metadata for n in nodes])
+
+
+def test_an_answer_cannot_cite_a_hidden_section(built: Path) -> None:
+    from proxy_pointer.llm.base import LLMReply
+    from proxy_pointer.service import Service
+
+    class CitesHidden:
+        """An LLM that cites a hidden section it was never shown (a guess, or an injection)."""
+
+        model_id = "cites-hidden"
+        prompts: list[str] = []
+
+        def generate(self, prompt: str, *, system: str | None = None) -> LLMReply:
+            self.prompts.append(prompt)
+            return LLMReply("Holidays are 25 days [public/handbook.md#0001] and the CEO earns "
+                            "a lot [hr/compensation.md#0001].", 10, 5, self.model_id)
+
+    llm = CitesHidden()
+    answer = Service(built / "idx", llm=llm).ask(HOLIDAY_Q, k=3)
+    _no_secrets(llm.prompts[0])  # nothing hidden reached the model
+    valid = {c["ref"]: c["valid"] for c in answer["citations"]}
+    assert valid == {"public/handbook.md#0001": True, "hr/compensation.md#0001": False}
+    assert "hr/compensation.md" not in {s["doc_id"] for s in answer["sections"]}
+    assert not answer["grounded"]
