@@ -430,7 +430,9 @@ def test_an_answer_cannot_cite_a_hidden_section(built: Path) -> None:
         """An LLM that cites a hidden section it was never shown (a guess, or an injection)."""
 
         model_id = "cites-hidden"
-        prompts: list[str] = []
+
+        def __init__(self) -> None:
+            self.prompts: list[str] = []
 
         def generate(self, prompt: str, *, system: str | None = None) -> LLMReply:
             self.prompts.append(prompt)
