@@ -8,6 +8,12 @@ stored copies and packed into the budget). The target: everything after the embe
 first mode meets every document cold (its tree, per-line terms and pages are read for the
 first time); the last row repeats it with those caches warm.
 
+Access filters: every document gets ``access: ["gN"]`` (N = its position mod 10), and the
+same questions run with no filter and as principals holding all ten groups (every
+document visible through the filter), five (half) and one (a tenth), each question through
+every view in turn so that the views share the machine's state. The target: a principal
+filter within 10% of no filter at the median.
+
     python -m benchmarks.bench_query [--dataset ../shared/data/qasper-dev] [--questions 300]
 
 Writes ``benchmarks/results/query-latency.{json,md}``. Query vectors are *not* served from
@@ -108,6 +114,36 @@ def measure(idx: Index, questions: list[str], **options: object) -> dict[str, An
     }
 
 
+#: Principal filter views: label -> groups (None: no filter). Documents carry ``g0..g9``.
+VIEWS: dict[str, list[str] | None] = {
+    "no filter": None,
+    "principal: all 10 groups (100% of documents)": [f"g{i}" for i in range(10)],
+    "principal: 5 groups (50%)": [f"g{i}" for i in range(5)],
+    "principal: 1 group (10%)": ["g0"],
+}
+
+
+def measure_views(idx: Index, questions: list[str]) -> dict[str, Any]:
+    """Each question through every :data:`VIEWS` entry in turn (a rotating order), p50/p95
+    of the total and of the part after the embedding, and both medians over no filter's."""
+    total: dict[str, list[float]] = {v: [] for v in VIEWS}
+    after: dict[str, list[float]] = {v: [] for v in VIEWS}
+    labels = list(VIEWS)
+    for i, q in enumerate(questions):
+        for label in labels[i % len(labels):] + labels[:i % len(labels)]:
+            t = time.perf_counter()
+            res = idx.retrieve(q, principal=VIEWS[label])
+            total[label].append(time.perf_counter() - t)
+            after[label].append(time.perf_counter() - t - res.timings.get("embed", 0.0))
+    base_total, base_after = (statistics.median(total["no filter"]),
+                              statistics.median(after["no filter"]))
+    return {label: {"total_ms": _ms(total[label]), "after_embed_ms": _ms(after[label]),
+                    "total_over_no_filter_p50": statistics.median(total[label]) / base_total,
+                    "after_embed_over_no_filter_p50":
+                        statistics.median(after[label]) / base_after}
+            for label in labels}
+
+
 def main() -> int:
     args = corpus_args(__doc__, questions=300, out="query-latency")
     ds = args.dataset
@@ -128,10 +164,14 @@ def main() -> int:
     for label, options in modes:
         idx.retrieve("warm up the BM25 index and caches", **options)
         rows[label] = measure(idx, questions, **options)
+    idx.set_metadata({d: {"access": [f"g{i % 10}"]} for i, d in enumerate(sorted(idx.documents))})
+    for groups in VIEWS.values():  # each view's rows are worked out once per generation
+        idx.retrieve("warm up the views", principal=groups)
+    views = measure_views(idx, questions)
     report = {
         "dataset": str(ds.name), "documents": len(idx.documents), "chunks": len(idx.chunks),
         "index_build_seconds_cached_vectors": build_s, "budget": 2000, "k": 10,
-        "results": rows, "environment": environment(),
+        "results": rows, "access_views": views, "environment": environment(),
     }
     out = Path(args.out).with_suffix("")
     lines = [
@@ -151,6 +191,14 @@ def main() -> int:
             f"{cell('dedupe_ms')} | {cell('slice_ms')} | {cell('after_embed_ms')} | "
             f"{r['after_embed_over_embed_p50']:.2f}x |"
         )
+    lines += ["", "## Principal filters (each question through every view in turn)", "",
+              "| view | total p50/p95 ms | after embed p50/p95 ms | total / no filter (p50) | "
+              "after embed / no filter (p50) |", "|---|---|---|---|---|"]
+    for label, r in views.items():
+        lines.append(f"| {label} | {r['total_ms']['p50']:.1f} / {r['total_ms']['p95']:.1f} | "
+                     f"{r['after_embed_ms']['p50']:.1f} / {r['after_embed_ms']['p95']:.1f} | "
+                     f"{r['total_over_no_filter_p50']:.2f}x | "
+                     f"{r['after_embed_over_no_filter_p50']:.2f}x |")
     write_report(out.parent, out.name, report, lines)
     print("\n".join(lines))
     return 0

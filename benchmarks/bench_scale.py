@@ -25,6 +25,11 @@ Usage::
    wall time, bytes the index grew by, and a check that the new documents are found.
 
 Writes ``benchmarks/results/scale.json``, ``scale.md`` and ``scale.png``.
+
+With ``--access-groups N`` it measures access filters instead: each document is built with
+``access: ["gI"]`` (I = its position mod N, so one group sees 1/N of the documents), and
+the query phase runs every question with no filter, as a principal of one group and of
+half the groups, each question through every view in turn. Writes ``scale-access.{json,md}``.
 """
 
 from __future__ import annotations
@@ -140,14 +145,19 @@ def questions(n: int) -> list[str]:
 
 
 # --- children ---------------------------------------------------------------------------
-def child_build(corpus: str, index: str) -> dict:
+def child_build(corpus: str, index: str, groups: int = 0) -> dict:
+    from proxy_pointer.documents import discover
     from proxy_pointer.embeddings import make_embedder
     from proxy_pointer.index import update_directory
 
     emb = make_embedder("fast")
     emb.embed_query("warm up")
+    metadata = None
+    if groups:
+        ids = sorted(s.doc_id for s in discover([corpus]))
+        metadata = {d: {"access": [f"g{i % groups}"]} for i, d in enumerate(ids)}
     t0 = time.perf_counter()
-    idx, rep = update_directory(index, [corpus], embedder=emb)
+    idx, rep = update_directory(index, [corpus], embedder=emb, metadata=metadata)
     return {"seconds": time.perf_counter() - t0, "documents": len(idx), "chunks": rep.chunks,
             "timings": rep.timings, "peak_rss_mib": peak_rss_mib()}
 
@@ -215,6 +225,70 @@ def child_query(index: str, n: int) -> dict:
             "recall_at_10": hits / max(total, 1), "exact_search_p50_ms": percentile(exact_ms, 50),
             "nprobe_sweep": sweep,
             "segments_approximate": idx.vector_config.kind}
+
+
+def child_query_access(index: str, n: int, groups: int) -> dict:
+    """Latency with no filter, one group's view (1/``groups`` of the documents) and half
+    the groups' view, each question through every view in turn."""
+    from proxy_pointer.access import Access
+    from proxy_pointer.index import Index
+
+    idx = Index.load(index)
+    views = {"no filter": None, f"1 group ({100 / groups:.0f}% of documents)": ["g0"],
+             f"{groups // 2} groups (50%)": [f"g{i}" for i in range(groups // 2)]}
+    t = time.perf_counter()
+    for groups_ in views.values():
+        idx.retrieve("warm up", budget=1000, principal=groups_)
+    warm_s = time.perf_counter() - t
+    qs = questions(n)
+    wall: dict[str, list[float]] = {v: [] for v in views}
+    no_embed: dict[str, list[float]] = {v: [] for v in views}
+    labels = list(views)
+    for i, q in enumerate(qs):
+        for label in labels[i % len(labels):] + labels[:i % len(labels)]:
+            t = time.perf_counter()
+            r = idx.retrieve(q, budget=1000, principal=views[label])
+            dt = (time.perf_counter() - t) * 1000
+            wall[label].append(dt)
+            no_embed[label].append(dt - r.timings["embed"] * 1000)
+    base, base_ne = percentile(wall["no filter"], 50), percentile(no_embed["no filter"], 50)
+    visible = {label: len(idx.visible_documents(Access.of(g))) for label, g in views.items()}
+    return {"documents": len(idx), "chunks": len(idx.chunks), "queries": len(qs),
+            "first_views_s": warm_s, "rss_mib": peak_rss_mib(),
+            "views": {label: {"visible_documents": visible[label],
+                              "p50_ms": percentile(wall[label], 50),
+                              "p95_ms": percentile(wall[label], 95),
+                              "p50_ms_no_embed": percentile(no_embed[label], 50),
+                              "p95_ms_no_embed": percentile(no_embed[label], 95),
+                              "p50_over_no_filter": percentile(wall[label], 50) / base,
+                              "p50_no_embed_over_no_filter":
+                                  percentile(no_embed[label], 50) / base_ne}
+                      for label in labels}}
+
+
+def write_access(results: dict, out: Path) -> None:
+    lines = [f"# Access filters at scale ({results['date']})", "",
+             f"{results['cpus']} cores, embedder `{results['embedder']}` (fast mode), default "
+             "settings. Each document readable by one of "
+             f"{results['groups']} groups; each question runs through every view in turn; "
+             "budget 1000. The first query of each view works out its rows once per "
+             "generation (`first views s`: all views together).", "",
+             "| chunks | docs | view | visible docs | p50 / p95 ms | p50 / p95 ms w/o embedding "
+             "| p50 / no filter | p50 w/o embedding / no filter |",
+             "|---:|---:|---|---:|---|---|---:|---:|"]
+    for row in results["sizes"]:
+        q = row["query"]
+        for label, v in q["views"].items():
+            lines.append(f"| {q['chunks']:,} | {q['documents']:,} | {label} | "
+                         f"{v['visible_documents']:,} | {v['p50_ms']:.1f} / {v['p95_ms']:.1f} | "
+                         f"{v['p50_ms_no_embed']:.1f} / {v['p95_ms_no_embed']:.1f} | "
+                         f"{v['p50_over_no_filter']:.2f}x | "
+                         f"{v['p50_no_embed_over_no_filter']:.2f}x |")
+        lines.append("")
+        lines.append(f"Build {row['build']['seconds']:.0f} s (peak RSS "
+                     f"{row['build']['peak_rss_mib']:.0f} MiB); query process peak RSS "
+                     f"{q['rss_mib']:.0f} MiB; first views {q['first_views_s']:.2f} s.")
+    write_report(out, "scale-access", results, lines)
 
 
 def child_add(index: str, corpus: str, extra: str) -> dict:
@@ -333,11 +407,14 @@ def main() -> None:
     ap.add_argument("--work-dir", type=Path, default=WORK / "scale")
     ap.add_argument("--out-dir", type=Path, default=RESULTS)
     ap.add_argument("--skip-build", action="store_true", help="reuse indexes in the work dir")
+    ap.add_argument("--access-groups", type=int, default=0, metavar="N",
+                    help="measure access filters (documents in N groups) instead")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
-        fn = {"build": child_build, "query": child_query, "add": child_add}[kind]
+        fn = {"build": child_build, "query": child_query, "add": child_add,
+              "query-access": child_query_access}[kind]
         call = [int(x) if x.isdigit() else x for x in rest]
         print(json.dumps(fn(*call)), flush=True)
         return
@@ -347,6 +424,25 @@ def main() -> None:
     env = environment("model2vec")
     results = {"date": time.strftime("%Y-%m-%d"), "cpus": env["cpus"],
                "embedder": make_embedder("fast").model_id, "sizes": [], "environment": env}
+    if args.access_groups:
+        results["groups"] = args.access_groups
+        for size in args.sizes:
+            corpus, n = make_corpus(args.work_dir, size)
+            index = args.work_dir / f"index-{size}-access"
+            if not args.skip_build or not index.exists():
+                shutil.rmtree(index, ignore_errors=True)
+                build = in_child("build", str(corpus), str(index), str(args.access_groups))
+                (index.parent / f"build-{size}-access.json").write_text(json.dumps(build))
+            else:
+                build = json.loads((index.parent / f"build-{size}-access.json").read_text())
+            print(f"[scale] built {build['chunks']} chunks in {build['seconds']:.0f}s", flush=True)
+            row = {"size": size, "files": n, "build": build,
+                   "query": in_child("query-access", str(index), str(args.queries),
+                                     str(args.access_groups))}
+            print(f"[scale] access {row['query']}", flush=True)
+            results["sizes"].append(row)
+            write_access(results, args.out_dir)
+        return
     for size in args.sizes:
         corpus, n = make_corpus(args.work_dir, size)
         extra, _ = make_corpus(args.work_dir, size, start_copy=90_000)
