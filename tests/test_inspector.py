@@ -31,6 +31,9 @@ TAGS_DOC = ("# Lighthouse keepers\n\n"
             "The zanzibar lighthouse keepers rotate quokka shifts every fortnight.\n"
             "<script>document.title='pwned'</script>\n")
 TAGS_QUESTION = "zanzibar lighthouse keepers quokka shifts"
+#: A document only the "ops" group may read (token OPS_TOKEN).
+OPS_DOC = "# Furnace rota\n\n## Night shifts\n\nThe furnace night shift rota rotates weekly.\n"
+OPS_TOKEN = "ops-token"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
@@ -64,6 +67,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
     pytest.importorskip("fastapi_offline")
+    from proxy_pointer.access import Access
     from proxy_pointer.embeddings import HashEmbedder
     from proxy_pointer.index import update_directory
     from proxy_pointer.serve import create_app
@@ -73,9 +77,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     shutil.copytree(SAMPLE, root / "docs" / "papers")
     (root / "docs" / "notes").mkdir()
     (root / "docs" / "notes" / "tags.md").write_text(TAGS_DOC, encoding="utf-8")
-    update_directory(root / "idx", [root / "docs"], embedder=HashEmbedder(64))
+    (root / "docs" / "notes" / "ops.md").write_text(OPS_DOC, encoding="utf-8")
+    update_directory(root / "idx", [root / "docs"], embedder=HashEmbedder(64),
+                     metadata={"notes/ops.md": {"access": ["ops"]}})
     service = Service(root / "idx", embedder=HashEmbedder(64))
-    with serve_asgi(create_app(service)) as base:
+    tokens = {OPS_TOKEN: Access(frozenset({"ops"}))}
+    with serve_asgi(create_app(service, tokens=tokens)) as base:
         yield base
 
 
@@ -204,3 +211,15 @@ def test_api_errors_are_shown_in_the_page(server: str, tmp_path: Path) -> None:
     assert error.startswith("Error: budget:") and "greater than or equal to 1" in error
     page = _Page(_dump(f"{server}/?" + urlencode({"q": "   "}), tmp_path))
     assert page.texts("#error") == ["Error: question: the question is empty"]
+
+
+def test_a_token_shows_what_its_groups_may_read(server: str, tmp_path: Path) -> None:
+    _browser()
+    link = f"{server}/?" + urlencode({"q": "furnace night shift rota"})
+    anonymous = _Page(_dump(link, tmp_path / "a"))
+    assert "Furnace rota" not in anonymous.texts(".doc-title")
+    assert "Night shifts" not in anonymous.texts("h4")
+    ops = _Page(_dump(f"{link}#token={OPS_TOKEN}", tmp_path / "b"))
+    assert "Furnace rota" in ops.texts(".doc-title")
+    assert ops.texts("h4")[0] == "Night shifts"
+    assert ops.texts("#error") == [""]

@@ -37,10 +37,23 @@
       text: label || ref });
   }
 
+  // A bearer token for a server started with --tokens: typed into the field, or handed
+  // over once in the URL fragment (#token=..., which is never sent to the server, and is
+  // removed from the address at once); kept for this tab only.
+  const TOKEN_KEY = "proxy-pointer-token";
+  const handed = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (handed) {
+    sessionStorage.setItem(TOKEN_KEY, handed);
+    history.replaceState(history.state, "", location.pathname + location.search);
+  }
+
   async function api(path, options) {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    const headers = { ...((options && options.headers) || {}) };
+    if (token) headers.Authorization = `Bearer ${token}`;
     let response;
     try {
-      response = await fetch(path, options);
+      response = await fetch(path, { ...(options || {}), headers });
     } catch (err) {
       throw new Error(`could not reach the server (${err.message})`);
     }
@@ -460,6 +473,15 @@
 
   const initial = readURL();
   fillForm(initial);
+  $("token").value = sessionStorage.getItem(TOKEN_KEY) || "";
+  $("auth").addEventListener("submit", (ev) => ev.preventDefault());
+  $("token").addEventListener("change", () => {
+    const value = $("token").value.trim();
+    if (value) sessionStorage.setItem(TOKEN_KEY, value);
+    else sessionStorage.removeItem(TOKEN_KEY);
+    location.reload(); // documents, trees and results as this reader sees them
+  });
+
   loadHealth();
   loadDocuments(initial);
   if (initial.q) run(initial);
