@@ -42,6 +42,8 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
 
 
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")  # bm25s' default token pattern
+#: The one term of an index whose texts hold none: no text tokenizes to it.
+_NO_TERM = "\x00"
 
 
 def terms(texts: Sequence[str]) -> list[list[str]]:
@@ -113,7 +115,10 @@ class LexicalIndex:
 
         model = bm25s.BM25()
         if texts:
-            model.index(tokenize(texts), show_progress=False)
+            tokens = tokenize(texts)
+            if not any(tokens):  # bm25s cannot build an empty vocabulary ("&", "-- 1 --")
+                tokens[0] = [_NO_TERM]
+            model.index(tokens, show_progress=False)
         return cls(model, len(texts))
 
     def doc_freqs(self, tokens: Sequence[str]) -> np.ndarray:

@@ -75,6 +75,13 @@ _INSPECTOR_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-
 #: content type), empty, or an array or scalar.
 _NOT_AN_OBJECT = {"model_attributes_type", "dict_type", "missing"}
 _SEND_JSON = "send a JSON object with Content-Type: application/json"
+#: The error statuses declared in the OpenAPI schema (the module docstring says when).
+_ERROR_STATUSES = {
+    400: "Bad request", 401: "Missing or wrong bearer token", 403: "Updates are off",
+    404: "No such document, section, lines or route", 413: "Request body too large",
+    415: "Body sent without Content-Type: application/json", 422: "Validation error",
+    500: "Unexpected server error (logged)", 502: "The LLM or embedding backend failed",
+    503: "No LLM configured, or the index is busy"}
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +132,24 @@ def _not_an_object(errors: Any, content_type: str) -> tuple[int, str] | None:
     if whole[0].get("type") == "missing":
         return 422, f"{_SEND_JSON}: the body is empty"
     return 422, f"{_SEND_JSON}: the body is JSON but not an object"
+
+
+def _optional_bearer(app: "FastAPI") -> None:
+    """Declare the bearer token optional on the operations that read (OpenAPI's empty
+    security requirement: a request without a token reads as an anonymous caller);
+    ``POST /index`` keeps requiring it."""
+    schema_of = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = schema_of()
+        for path, operations in schema.get("paths", {}).items():
+            for method, operation in operations.items():
+                security = operation.get("security")
+                if security and (method, path) != ("post", "/index") and {} not in security:
+                    security.append({})
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:
@@ -243,9 +268,11 @@ def create_app(service: Service, *, token: str | None = None,
 
         model_config = ConfigDict(extra="forbid")
         question: str = Field(min_length=1, max_length=lim.max_question_chars)
-        budget: int | None = Field(None, ge=1, le=lim.max_budget,
+        # strict: a JSON true or "800" is no integer (the schema says so; lax would take it)
+        budget: int | None = Field(None, ge=1, le=lim.max_budget, strict=True,
                                    description="context token budget")
-        k: int | None = Field(None, ge=1, le=lim.max_k, description="sections to keep")
+        k: int | None = Field(None, ge=1, le=lim.max_k, strict=True,
+                              description="sections to keep")
         doc_ids: list[str] | None = Field(None, max_length=lim.max_doc_ids,
                                           description="search only these documents")
         path_prefix: str | None = Field(None, max_length=1_000,
@@ -282,7 +309,7 @@ def create_app(service: Service, *, token: str | None = None,
         metadata: dict[str, dict[str, Any]] | None = Field(
             None, max_length=10_000, description="doc_id -> metadata for files under paths "
             "or documents already indexed (a metadata-only change embeds nothing)")
-        prune: bool = False
+        prune: bool = Field(False, strict=True)
 
         @model_validator(mode="after")
         def _needs_work(self) -> "IndexRequest":
@@ -291,13 +318,24 @@ def create_app(service: Service, *, token: str | None = None,
                 raise ValueError("give paths, documents and/or metadata")
             return self
 
+    class ErrorResponse(BaseModel):
+        """Every error: one line saying what was wrong."""
+
+        error: str
+
     # FastAPIOffline is FastAPI with /docs and /redoc on the package's own copies of
     # Swagger UI and ReDoc (docs_url=None plus get_swagger_ui_html / get_redoc_html).
     app = offline.FastAPIOffline(
         title="proxy-pointer", version=__version__, static_url="/docs/assets",
         swagger_ui_parameters={"validatorUrl": None},  # no call to swagger.io's validator
         description="Structural RAG: whole sections by pointer. Every response names the "
-        f"index generation it read in `{GENERATION_HEADER}`. The inspector is at `/`.")
+        f"index generation it read in `{GENERATION_HEADER}`. The inspector is at `/`.",
+        # The error statuses every operation may answer, declared with their real body (a
+        # 422 is {"error": ...} too, not FastAPI's default {"detail": [...]}).
+        responses={status: {"model": ErrorResponse, "description": text}
+                   for status, text in _ERROR_STATUSES.items()})
+    if not require_token:
+        _optional_bearer(app)
     app.mount("/inspector", StaticFiles(directory=INSPECTOR), name="inspector")
 
     async def current_generation() -> str:

@@ -252,8 +252,9 @@ class Service:
         """
         files = self._inside(paths, root)
         names = [doc_id for doc_id, _ in texts]
-        for doc_id in names:
+        for doc_id, text in texts:
             _check_doc_id(doc_id)
+            _check_unicode(text, f"the text of {doc_id!r}")
         found = {s.doc_id for s in discover(files, root=root)} if files else set()
         clash = sorted((found & set(names)) | {d for d in names if names.count(d) > 1})
         if clash:
@@ -287,6 +288,10 @@ class Service:
     @staticmethod
     def _inside(paths: Sequence[str], root: str | os.PathLike[str] | None) -> list[str]:
         """``paths`` (relative ones from ``root``), refused when one leads out of it."""
+        for p in map(os.fspath, paths):
+            _check_unicode(p, f"path {p!r}")
+            if "\x00" in p:
+                raise ConfigError(f"path {p!r}: a path cannot hold a NUL character")
         if root is None:
             return [os.fspath(p) for p in paths]
         base = Path(root).resolve()
@@ -330,6 +335,16 @@ def describe_invalid(errors: Any, *, whole: str = "body") -> str:
 def _pages(starts: tuple[int, ...], first: int, last: int) -> list[int] | None:
     span = page_span(starts, first, last)
     return list(span) if span is not None else None
+
+
+def _check_unicode(text: str, what: str) -> None:
+    """:class:`ConfigError` for a string that is no Unicode text (a lone surrogate, which
+    JSON's ``\\ud800`` escapes can carry): it could be neither stored nor read as a file."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ConfigError(f"{what}: not valid Unicode ({e.reason}, character "
+                          f"{e.start + 1})") from None
 
 
 def _check_doc_id(doc_id: str) -> None:
