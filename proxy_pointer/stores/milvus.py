@@ -36,7 +36,8 @@ alias ``NAME``
 
 Every collection has a vector field because Milvus requires one; the side collections
 carry a 2-d zero vector. Writers take a lease row in ``NAME_lock`` (advisory: Milvus has
-no compare-and-set; Milvus Lite serves one process anyway).
+no compare-and-set; Milvus Lite serves one process anyway, so there a lease another process
+took is a dead writer's and free at once).
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ _PART_BYTES = 60_000
 _VARCHAR = 65_535
 _INSERT_ROWS = 500
 _LEASE_SECONDS = 120.0
+#: Marks the leases this process takes (with its pid, as a forked child is another process).
+_PROCESS = uuid.uuid4().hex[:8]
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,150}")
 
 
@@ -196,13 +199,15 @@ class MilvusStore:
         """Hold the writer lease; :class:`IndexLockedError` after ``timeout`` seconds.
 
         A lease row (owner, expiry) renewed while held: a writer that dies loses it within
-        two minutes. Advisory, as Milvus has no compare-and-set: two writers starting in
-        the same instant could both pass; the loser's commit then still leaves a
-        consistent (the other's or its own) generation.
+        two minutes; on a Milvus Lite file at once, as Lite serves the file to one process
+        (it holds a lock on it), so a lease another process took is a dead one's. Advisory,
+        as Milvus has no compare-and-set: two writers starting in the same instant could
+        both pass; the loser's commit then still leaves a consistent (the other's or its
+        own) generation.
         """
         c = self.conn
         ensure_blobs(c, c.locks)
-        me = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        me = f"{os.getpid()}-{_PROCESS}-{uuid.uuid4().hex[:8]}"
         deadline = time.monotonic() + timeout
         while not self._try_lease(me):
             if time.monotonic() >= deadline:
@@ -228,6 +233,8 @@ class MilvusStore:
         if not rows:
             return None
         owner, _, expires = rows[0]["data"].partition(" ")
+        if self.conn.is_lite and not owner.startswith(f"{os.getpid()}-{_PROCESS}-"):
+            return None  # taken by a process that had this Lite file open and is gone
         return owner if float(expires or 0) > time.time() else None
 
     def _try_lease(self, me: str) -> bool:

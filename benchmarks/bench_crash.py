@@ -1,0 +1,791 @@
+"""Crash consistency under SIGKILL: a writer killed at random moments, readers querying.
+
+Per store (a local index directory, and a Milvus Lite file ``milvus:/…/crash.db``) a
+writer process runs update cycles and the harness kills it with SIGKILL in about half of
+them, then starts a new writer that continues from whatever is committed:
+
+* **Cycles.** Cycle ``k`` changes the document set deterministically from ``(seed, k)``:
+  a few new Markdown documents, some rewritten, some removed (:func:`states`, the hash
+  embedder, small documents). The writer writes the cycle's files to its folder and runs
+  the CLI's write path, :func:`~proxy_pointer.index.update_directory` with ``prune``
+  (lock, load, update, ``save_locked``, the store's own commit). It records nothing of its
+  own: the harness knows every cycle's exact document set (doc id -> SHA-256), so it can
+  name the cycle of any document set it is shown, and a set that is no cycle's is a
+  half-written or lost one.
+* **Kills.** At a cycle start the harness draws whether to kill in it (``--kill-rate``,
+  default 0.5): either at a random moment of the cycle (up to 1.5 x the mean cycle time
+  after it starts: parsing, embedding, the commit or just after), or, one kill in three, at
+  a random moment of the store's ``write`` (from its start to 1.2 x its mean time, so the
+  kill lands before or after the commit point: ``os.replace`` of ``CURRENT``, or moving the
+  Milvus alias). The writer prints its phase before each step, so the harness knows where
+  a kill landed; ``write`` is wrapped only to print ``commit-begin``/``commit-end``.
+* **Recovery.** A new writer opens the index (as a reader, before taking the lock), reports
+  the committed document set, then takes the writer lock: the local store's ``flock`` dies
+  with its holder; a Milvus lease row outlives it (see the report). Checked after every
+  kill: the index opens, and its documents are exactly the last committed cycle's (the
+  cycle the kill interrupted, or the one before if the kill came before its commit point);
+  anything else counts as lost documents. Recovery time: from the kill until the new
+  writer holds the lock (process start and imports included, and split out).
+* **Readers** run throughout through :class:`~proxy_pointer.service.Service` (which picks
+  up each generation a writer commits; ``refresh_seconds=0``), asking fixed questions,
+  each answer pinned to one generation: ``(generation, refs, SHA-256 of the section
+  texts)``, and, once per generation, that generation's document set. Local store: separate
+  reader processes, as users run them. Milvus Lite serves a file to one process (it holds
+  an ``flock`` on it), so its readers are threads in the writer's process, sharing the
+  Lite server as every client in a process does; they die with each kill and restart with
+  the next writer. The check, afterwards: every generation a reader saw has exactly one
+  cycle's document set (a mix of generations has none), the same generation name always
+  the same set, a reader never goes back to an older cycle, and every answer equals a
+  fresh in-memory index built from that cycle's documents (refs and section texts). The
+  report also says how many answers would have failed had they been checked against the
+  neighbouring cycle, so the check is shown able to fail.
+
+    python -m benchmarks.bench_crash [--store local|milvus|both] [--cycles 100]
+                                     [--readers 2] [--seed S] [--kill-rate 0.5]
+    python -m benchmarks.bench_crash --cycles 5          # smoke
+
+Writes ``benchmarks/results/crash.{json,md}`` (``--out`` another stem).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import queue
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+EMBEDDER = "hash:64"
+QUESTIONS = [
+    "How are harbour tides measured?",
+    "What do the orchard ledgers record about apricot harvests?",
+    "Which engines power the lighthouse?",
+    "Granite quarry safety rules",
+    "When does the glacier survey begin?",
+    "What is said about copper kettles and tea?",
+]
+_TOPICS = ["harbour", "tides", "orchard", "ledgers", "apricot", "harvest", "engines",
+           "lighthouse", "granite", "quarry", "safety", "glacier", "survey", "copper",
+           "kettles", "tea", "lantern", "meadow", "bridge", "archive", "falcon", "pottery"]
+_WORDS = ("the a of and to in is was for on with as by at from that this which are were be "
+          "records measure season keeper rules north south river stone winter summer noon "
+          "report village council storage market wind rain morning evening workers crew "
+          "map notes careful steady ancient modern small large old new quiet busy").split()
+_LOCK_TIMEOUT = 300.0  # seconds a writer waits for the writer lock
+
+
+# --- the document sets ------------------------------------------------------------------
+def doc_text(seed: int, doc_id: str, version: int) -> str:
+    """A small Markdown document, a function of its id and version."""
+    rng = random.Random(f"{seed}/{doc_id}/{version}")
+    topic = rng.sample(_TOPICS, 3)
+    lines = [f"# {topic[0].title()} {topic[1]} notes ({doc_id} v{version})", ""]
+    for s in range(rng.randint(2, 4)):
+        head = rng.choice(_TOPICS)
+        lines += [f"## {head.title()} {s + 1}", ""]
+        words = [rng.choice(_WORDS + topic + [head]) for _ in range(rng.randint(25, 60))]
+        lines += [" ".join(words).capitalize() + ".", ""]
+    return "\n".join(lines)
+
+
+def states(seed: int, cycles: int) -> list[dict[str, int]]:
+    """``doc_id -> version`` after each cycle; ``[0]`` is empty (no index yet). Every cycle
+    adds at least one document, so no two cycles have the same set."""
+    out: list[dict[str, int]] = [{}]
+    for k in range(1, cycles + 1):
+        rng = random.Random(f"{seed}:cycle:{k}")
+        docs = dict(out[-1])
+        existing = sorted(docs)
+        if existing:
+            n_remove = rng.randint(0, 2) + (1 if len(existing) > 24 else 0)
+            gone = rng.sample(existing, min(n_remove, max(0, len(existing) - 6)))
+            for d in gone:
+                del docs[d]
+            kept = sorted(docs)
+            for d in rng.sample(kept, min(len(kept), rng.randint(0, 2))):
+                docs[d] = k
+        for j in range(8 if k == 1 else rng.randint(1, 3)):
+            docs[f"d{k:04d}-{j}.md"] = k
+        out.append(docs)
+    return out
+
+
+def texts_of(seed: int, state: dict[str, int]) -> dict[str, str]:
+    return {d: doc_text(seed, d, v) for d, v in sorted(state.items())}
+
+
+def digest_of(shas: dict[str, str]) -> str:
+    return hashlib.sha256("\n".join(f"{d} {h}" for d, h in sorted(shas.items()))
+                          .encode()).hexdigest()
+
+
+def state_digests(seed: int, all_states: list[dict[str, int]]) -> dict[str, int]:
+    """Digest of each cycle's ``doc_id -> sha256`` -> the cycle."""
+    return {digest_of({d: hashlib.sha256(t.encode()).hexdigest()
+                       for d, t in texts_of(seed, s).items()}): k
+            for k, s in enumerate(all_states)}
+
+
+def answer_key(payload: dict[str, Any]) -> tuple[list[str], str]:
+    """What an answer is compared on: its refs, in order, and the section texts' hash."""
+    contexts = payload["contexts"]
+    texts = "\x00".join(c["text"] for c in contexts)
+    return [c["ref"] for c in contexts], hashlib.sha256(texts.encode()).hexdigest()[:16]
+
+
+# --- the processes ----------------------------------------------------------------------
+class Emitter:
+    """JSON lines on stdout, one ``write`` each, flushed (a kill never splits one)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __call__(self, ev: str, **fields: Any) -> None:
+        line = json.dumps({"ev": ev, "t": time.time(), **fields}, separators=(",", ":"))
+        with self._lock:
+            os.write(1, (line + "\n").encode())
+
+
+def _documents(idx: Any) -> dict[str, str]:
+    return {d: idx.documents[d].sha256 for d in idx.documents}
+
+
+def reader_loop(location: str, emit: Emitter, name: str, pause: float,
+                stop: threading.Event | None = None) -> None:
+    """Ask the questions forever through a Service; report answers and generations."""
+    from proxy_pointer.embeddings.factory import make_embedder
+    from proxy_pointer.errors import IndexNotFoundError
+    from proxy_pointer.service import Service
+
+    emb = make_embedder(EMBEDDER)
+    while True:
+        try:
+            svc = Service(location, embedder=emb, refresh_seconds=0.0)
+            break
+        except IndexNotFoundError:
+            time.sleep(0.1)
+    seen: set[str] = set()
+    n = 0
+    while stop is None or not stop.is_set():
+        qi = n % len(QUESTIONS)
+        n += 1
+        try:
+            with svc.pinned() as idx:
+                gen = idx.generation
+                if gen not in seen:
+                    docs = _documents(idx)
+                    seen.add(gen)
+                    emit("gen", reader=name, gen=gen, digest=digest_of(docs), n=len(docs))
+                refs, sha = answer_key(svc.query(QUESTIONS[qi]))
+                dense = dataclasses.replace(svc.config(), hybrid=False)
+                drefs, dsha = answer_key(idx.retrieve(QUESTIONS[qi], dense).to_dict())
+            emit("answer", reader=name, gen=gen, q=qi, refs=refs, sha=sha, drefs=drefs,
+                 dsha=dsha)
+        except Exception as e:
+            emit("reader-error", reader=name, error=f"{type(e).__name__}: {e}"[:300])
+            time.sleep(0.2)
+        if pause:
+            time.sleep(pause)
+
+
+def writer_main(args: argparse.Namespace) -> int:
+    """Open, take the lock, then run cycles until ``args.cycles`` is committed."""
+    emit = Emitter()
+    emit("start")
+    from proxy_pointer.embeddings.factory import make_embedder
+    from proxy_pointer.index import Index, update_directory
+    from proxy_pointer.stores import open_store
+
+    all_states = states(args.seed, args.cycles)
+    by_digest = state_digests(args.seed, all_states)
+    emb = make_embedder(EMBEDDER)
+    store = open_store(args.location)
+    t0 = time.time()
+    emit("imported")
+    try:
+        if store.exists():
+            idx = Index.load(store, embedder=emb)
+            gen, docs = idx.generation, _documents(idx)
+            del idx
+        else:
+            gen, docs = "", {}
+    except Exception as e:
+        emit("open-failed", error=f"{type(e).__name__}: {e}"[:500])
+        return 2
+    digest = digest_of(docs)
+    k = by_digest.get(digest)
+    emit("opened", gen=gen, digest=digest, n=len(docs), cycle=k, seconds=time.time() - t0)
+    if k is None:
+        return 3
+    t1 = time.time()
+    with store.lock(timeout=_LOCK_TIMEOUT):
+        pass
+    emit("locked", seconds=time.time() - t1)
+
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+    if args.reader_threads:
+        def readers() -> None:
+            for r in range(args.reader_threads):
+                threads.append(threading.Thread(
+                    target=reader_loop, daemon=True,
+                    args=(args.location, emit, f"{os.getpid()}-{r}", args.reader_pause, stop)))
+                threads[-1].start()
+        if k > 0:
+            readers()
+
+    original = type(store).write
+
+    def write(self: Any, manifest: Any, segments: Any) -> Any:
+        emit("commit-begin", cycle=k + 1)
+        out = original(self, manifest, segments)
+        emit("commit-end", cycle=k + 1, gen=out[0])
+        return out
+
+    type(store).write = write  # type: ignore[method-assign]
+    folder = Path(args.docs)
+    while k < args.cycles:
+        emit("cycle", cycle=k + 1)
+        write_cycle(folder, args.seed, all_states[k + 1])
+        emit("files", cycle=k + 1)
+        update_directory(store, [folder], embedder=emb, root=str(folder), prune=True,
+                         workers=0, lock_timeout=_LOCK_TIMEOUT)
+        k += 1
+        emit("cycle-done", cycle=k)
+        if args.reader_threads and k == 1:
+            readers()
+    stop.set()  # readers stop before this process (and the Lite server in it) exits
+    for t in threads:
+        t.join(timeout=30)
+    emit("finished", cycle=k)
+    return 0
+
+
+def reader_main(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    reader_loop(args.location, Emitter(), args.name, args.reader_pause)
+    return 0
+
+
+# --- the harness ------------------------------------------------------------------------
+class Child:
+    """A child process whose JSON-line events are read on a thread into one queue."""
+
+    def __init__(self, argv: list[str], events: queue.Queue[dict[str, Any]], tag: str,
+                 log: Path) -> None:
+        self.tag = tag
+        self.log = open(log, "ab")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log,
+                                     cwd=Path(__file__).resolve().parent.parent)
+        self._thread = threading.Thread(target=self._read, args=(events,), daemon=True)
+        self._thread.start()
+
+    def _read(self, events: queue.Queue[dict[str, Any]]) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                continue
+            ev["from"] = self.tag
+            events.put(ev)
+        events.put({"ev": "exit", "from": self.tag, "t": time.time()})
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, sig)
+
+    def wait(self) -> int:
+        rc = self.proc.wait()
+        self._thread.join()
+        self.log.close()
+        return rc
+
+
+def _me(role: str, location: str, seed: int, cycles: int, **extra: Any) -> list[str]:
+    argv = [sys.executable, "-m", "benchmarks.bench_crash", "--role", role,
+            "--location", location, "--seed", str(seed), "--cycles", str(cycles)]
+    for k, v in extra.items():
+        argv += [f"--{k.replace('_', '-')}", str(v)]
+    return argv
+
+
+def _kill_plan(rng: random.Random, kill_rate: float, cycle: int,
+               cycle_times: list[float]) -> dict[str, Any] | None:
+    """Whether and when to kill in the cycle that starts now."""
+    if rng.random() >= kill_rate:
+        return None
+    if rng.random() < 1 / 3:  # at a random moment of the store's write, once it starts
+        return {"mode": "commit", "cycle": cycle, "at": None}
+    mean = statistics.fmean(cycle_times[-20:]) if cycle_times else 0.5
+    return {"mode": "cycle", "cycle": cycle, "at": time.time() + rng.uniform(0, 1.5 * mean)}
+
+
+def run_store(kind: str, *, cycles: int, readers: int, seed: int, work: Path,
+              kill_rate: float = 0.5, reader_pause: float = 0.02,
+              log: Any = print) -> dict[str, Any]:
+    """One store's run (module docstring): counts, kills, recoveries and what readers saw."""
+    work.mkdir(parents=True, exist_ok=True)
+    location = str(work / "index") if kind == "local" else f"milvus:{work / 'crash.db'}"
+    rng = random.Random(f"{seed}:kills:{kind}")
+    events: queue.Queue[dict[str, Any]] = queue.Queue()
+    stderr_log = work / "stderr.log"
+    writer_extra: dict[str, Any] = {"docs": work / "docs", "reader_pause": reader_pause,
+                                    "reader_threads": readers if kind == "milvus" else 0}
+    reader_procs = [Child(_me("reader", location, seed, cycles, name=f"r{i}",
+                              reader_pause=reader_pause), events, f"r{i}", stderr_log)
+                    for i in range(readers if kind == "local" else 0)]
+    observations: list[dict[str, Any]] = []
+    kills: list[dict[str, Any]] = []
+    recoveries: list[dict[str, Any]] = []
+    problems: list[str] = []
+    counts = {"open_failures": 0, "lost": 0, "writer_errors": 0}
+    committed = 0  # the last cycle the harness saw committed
+    cycle_times: list[float] = []
+    commit_times: list[float] = []
+    t_start = time.time()
+    attempts = 0
+    previous_kill: dict[str, Any] | None = None
+    finished = False
+    while not finished and attempts < 4 * cycles + 10:
+        attempts += 1
+        spawned = time.time()
+        writer = Child(_me("writer", location, seed, cycles, **writer_extra), events, "w",
+                       stderr_log)
+        plan: dict[str, Any] | None = None
+        first: dict[str, dict[str, Any]] = {}  # the writer's first event of each name
+        last: dict[str, Any] = {}
+        cycle_t0: dict[int, float] = {}
+        commit_t0: float | None = None
+        killed_at: float | None = None
+        while True:
+            if plan is not None and plan["at"] is not None and time.time() >= plan["at"]:
+                writer.kill()
+                killed_at, plan = time.time(), None
+            timeout = (None if plan is None or plan["at"] is None
+                       else max(0.0, plan["at"] - time.time()))
+            try:
+                ev = events.get(timeout=timeout)
+            except queue.Empty:
+                continue
+            name = ev["ev"]
+            if ev["from"] != "w" or name in ("gen", "answer", "reader-error"):
+                observations.append(ev)
+                continue
+            if name == "exit":
+                break
+            first.setdefault(name, ev)
+            last = ev
+            if name == "opened" and ev["cycle"] is not None:
+                committed = max(committed, ev["cycle"])
+            elif name == "cycle":
+                cycle_t0[ev["cycle"]] = ev["t"]
+                if plan is None and killed_at is None:
+                    plan = _kill_plan(rng, kill_rate, ev["cycle"], cycle_times)
+            elif name == "commit-begin":
+                commit_t0 = ev["t"]
+                if plan is not None and plan["at"] is None:
+                    mean = statistics.fmean(commit_times[-20:]) if commit_times else 0.2
+                    plan["at"] = time.time() + rng.uniform(0, 1.2 * mean)
+            elif name == "commit-end":
+                committed = ev["cycle"]
+                if commit_t0 is not None:
+                    commit_times.append(ev["t"] - commit_t0)
+            elif name == "cycle-done" and ev["cycle"] in cycle_t0:
+                cycle_times.append(ev["t"] - cycle_t0[ev["cycle"]])
+            elif name == "finished":
+                finished = True
+        rc = writer.wait()
+        opened = first.get("opened")
+        # --- the index as this writer found it: after a kill, the recovery -----------------
+        if opened is None:
+            if killed_at is None or "start" in first:
+                counts["open_failures"] += 1
+                problems.append(f"writer {attempts}: exited {rc} before opening the index "
+                                f"({first.get('open-failed', {}).get('error', last)})")
+        elif opened["cycle"] is None:
+            counts["lost"] += 1
+            problems.append(f"writer {attempts}: the committed documents are no cycle's "
+                            f"(last committed: {committed})")
+        if previous_kill is not None and opened is not None:
+            pk = previous_kill
+            pk["found"] = opened["cycle"]
+            if opened["cycle"] is not None and opened["cycle"] not in pk["allowed"]:
+                counts["lost"] += 1
+                problems.append(f"kill in cycle {pk['cycle']} at {pk['phase']}: committed "
+                                f"cycle {opened['cycle']}, expected one of {pk['allowed']}")
+            if "locked" in first:
+                recoveries.append({
+                    "total_s": first["locked"]["t"] - pk["at"],
+                    "start_s": first["start"]["t"] - pk["at"],
+                    "import_s": first["imported"]["t"] - first["start"]["t"],
+                    "open_s": opened["seconds"],
+                    "lock_wait_s": first["locked"]["seconds"],
+                })
+            previous_kill = None
+        if killed_at is None:
+            if rc != 0 or not finished:
+                counts["writer_errors"] += 1
+                problems.append(f"writer {attempts} failed (rc {rc}, last {last.get('ev')}): "
+                                f"see {stderr_log}")
+            continue
+        # --- a kill: where it landed, and which cycles may be committed after it -----------
+        phase = last.get("ev", "spawned")
+        kcycle = int(last.get("cycle", committed + 1 if phase not in ("opened", "locked")
+                              else committed))
+        if phase in ("commit-end", "cycle-done"):
+            allowed = [kcycle]
+        elif phase == "commit-begin":
+            allowed = [kcycle - 1, kcycle]
+        elif phase in ("cycle", "files"):
+            allowed = [kcycle - 1]
+        else:  # before the first cycle of this writer
+            allowed = [committed]
+        kill = {"cycle": kcycle, "phase": phase, "allowed": allowed, "at": killed_at,
+                "into_cycle_s": round(killed_at - cycle_t0.get(kcycle, spawned), 4),
+                "since_commit_begin_s": (round(killed_at - commit_t0, 4)
+                                         if phase == "commit-begin" and commit_t0 else None)}
+        kills.append(kill)
+        previous_kill = kill
+        log(f"  {kind}: kill {len(kills)} in cycle {kcycle} at {phase}")
+    for c in reader_procs:
+        c.kill(signal.SIGTERM)
+    for c in reader_procs:
+        c.wait()
+    while not events.empty():
+        ev = events.get_nowait()
+        if ev["ev"] in ("gen", "answer", "reader-error"):
+            observations.append(ev)
+    final = _final_check(location, seed, cycles)
+    if final["problem"]:
+        problems.append(final["problem"])
+        counts["open_failures" if final["problem"].startswith("open") else "lost"] += 1
+    return {"kind": kind, "location": location, "cycles": cycles, "committed": committed,
+            "writers": attempts, "kills": kills, "recoveries": recoveries, **counts,
+            "problems": problems, "observations": observations, "final": final,
+            "seconds": time.time() - t_start, "cycle_times": cycle_times,
+            "commit_times": commit_times, "readers": readers}
+
+
+def _final_check(location: str, seed: int, cycles: int) -> dict[str, Any]:
+    """The harness opens the index itself once every writer and reader is gone."""
+    from proxy_pointer.embeddings.factory import make_embedder
+    from proxy_pointer.index import Index
+
+    try:
+        idx = Index.load(location, embedder=make_embedder(EMBEDDER))
+    except Exception as e:
+        return {"problem": f"open failed at the end: {type(e).__name__}: {e}"}
+    docs = _documents(idx)
+    cycle = state_digests(seed, states(seed, cycles)).get(digest_of(docs))
+    out: dict[str, Any] = {"generation": idx.generation, "documents": len(docs),
+                           "cycle": cycle, "problem": None}
+    if cycle != cycles:
+        out["problem"] = f"at the end the index holds cycle {cycle}, expected {cycles}"
+    if "milvus:" not in location:
+        root = Path(location)
+        out["files"] = {"generations": len(list(root.glob("gen-*"))),
+                        "segments": len(list((root / "segments").iterdir())),
+                        "leftover_tmp": len(list(root.glob(".tmp-*")))
+                        + len(list((root / "segments").glob(".tmp-*")))}
+    return out
+
+
+# --- checking what the readers saw ---------------------------------------------------------
+def write_cycle(folder: Path, seed: int, state: dict[str, int]) -> None:
+    """Make ``folder`` hold exactly one cycle's documents."""
+    want = texts_of(seed, state)
+    folder.mkdir(parents=True, exist_ok=True)
+    for p in folder.iterdir():
+        if p.name not in want:
+            p.unlink()
+    for d, text in want.items():
+        p = folder / d
+        if not p.exists() or p.read_text() != text:
+            p.write_text(text)
+
+
+class Expected:
+    """What each cycle's generation answers, from an uninterrupted reference run: the same
+    cycles committed one after the other into a fresh store of the same kind, no kills,
+    each generation opened fresh and asked through a Service like the readers ask. (The
+    same generation's segments, so the same answers; a fresh one-segment build can rank a
+    near tie differently, as BM25 statistics count a segment's deleted documents until it is
+    merged.) Built lazily up to the highest cycle asked for."""
+
+    def __init__(self, kind: str, seed: int, all_states: list[dict[str, int]],
+                 work: Path) -> None:
+        self.kind, self.seed, self.states, self.work = kind, seed, all_states, work
+        self._answers: dict[int, list[tuple[list[str], str, list[str], str]]] = {}
+        self.seconds = 0.0
+
+    def __call__(self, cycle: int) -> list[tuple[list[str], str, list[str], str]]:
+        if cycle not in self._answers:
+            self._build_to(cycle)
+        return self._answers[cycle]
+
+    def _build_to(self, cycle: int) -> None:
+        from proxy_pointer.embeddings.factory import make_embedder
+        from proxy_pointer.index import update_directory
+        from proxy_pointer.service import Service
+
+        t0 = time.time()
+        emb = make_embedder(EMBEDDER)
+        self.work.mkdir(parents=True, exist_ok=True)
+        location = (str(self.work / "index") if self.kind == "local"
+                    else f"milvus:{self.work / 'reference.db'}")
+        folder = self.work / "docs"
+        svc: Service | None = None
+        for k in range(max(self._answers, default=0) + 1, cycle + 1):
+            write_cycle(folder, self.seed, self.states[k])
+            idx, _ = update_directory(location, [folder], embedder=emb, root=str(folder),
+                                      prune=True, workers=0)
+            if svc is None:
+                svc = Service(location, embedder=emb, refresh_seconds=0.0)
+            with svc.pinned() as pinned:
+                assert pinned.generation == idx.generation, (pinned.generation, idx.generation)
+                dense = dataclasses.replace(svc.config(), hybrid=False)
+                self._answers[k] = [(*answer_key(svc.query(q)),
+                                     *answer_key(pinned.retrieve(q, dense).to_dict()))
+                                    for q in QUESTIONS]
+        self.seconds += time.time() - t0
+
+
+def check_answers(run: dict[str, Any], seed: int, expected: Expected) -> dict[str, Any]:
+    """Every answer against the reference run's answer for the one cycle its generation
+    holds: the default (hybrid) answer and the dense-only one (``hybrid=False``)."""
+    by_digest = state_digests(seed, expected.states)
+    gen_digest: dict[str, str] = {}
+    problems: list[str] = []
+    hybrid_examples: list[str] = []
+    seen_by: dict[str, list[int]] = {}
+    cycle_of: dict[str, int | None] = {}
+    answers = mismatches = hybrid_off = differ_from_previous = reader_errors = 0
+    for ev in run["observations"]:
+        if ev["ev"] == "reader-error":
+            reader_errors += 1
+            if reader_errors <= 5:
+                problems.append(f"reader error: {ev['error']}")
+            continue
+        if ev["ev"] == "gen":
+            gen, digest = ev["gen"], ev["digest"]
+            if gen_digest.setdefault(gen, digest) != digest:
+                mismatches += 1
+                problems.append(f"{gen}: two document sets under one generation name")
+            cycle = cycle_of[gen] = by_digest.get(digest)
+            if cycle is None:
+                mismatches += 1
+                problems.append(f"{gen} (seen by {ev['reader']}): its {ev['n']} documents "
+                                "are no committed cycle's (a mix of generations?)")
+                continue
+            trail = seen_by.setdefault(ev["reader"], [])
+            if trail and cycle < trail[-1]:
+                mismatches += 1
+                problems.append(f"reader {ev['reader']} went back from cycle {trail[-1]} to "
+                                f"{cycle} ({gen})")
+            trail.append(cycle)
+            continue
+        answers += 1
+        cycle = cycle_of.get(ev["gen"])
+        if cycle is None:
+            mismatches += 1
+            problems.append(f"answer from {ev['gen']}, whose document set is unknown or mixed")
+            continue
+        want = expected(cycle)[ev["q"]]
+        where = f"{ev['gen']} (cycle {cycle}) q{ev['q']}"
+        if [ev["drefs"], ev["dsha"]] != [want[2], want[3]]:
+            mismatches += 1
+            problems.append(f"{where} dense-only: {ev['drefs']} != {want[2]}"
+                            + ("" if ev["drefs"] != want[2] else " (texts differ)"))
+        if [ev["refs"], ev["sha"]] != [want[0], want[1]]:
+            hybrid_off += 1
+            hybrid_examples.append(f"{where} hybrid: {ev['refs']} != {want[0]}"
+                                   + ("" if ev["refs"] != want[0] else " (texts differ)"))
+        if cycle > 1 and tuple(expected(cycle - 1)[ev["q"]]) != tuple(want):
+            differ_from_previous += 1
+    if run["kind"] == "local":  # the local store's hybrid answers must be exact too
+        mismatches += hybrid_off
+        problems += hybrid_examples
+    return {"answers": answers, "generations_seen": len(gen_digest),
+            "cycles_seen": len({c for c in cycle_of.values() if c is not None}),
+            "mismatches": mismatches, "hybrid_off_reference": hybrid_off,
+            "reader_errors": reader_errors,
+            "would_fail_against_previous_cycle": differ_from_previous,
+            "examples": problems[:20], "hybrid_examples": hybrid_examples[:5]}
+
+
+# --- the report ------------------------------------------------------------------------------
+def summarize(run: dict[str, Any], checked: dict[str, Any]) -> dict[str, Any]:
+    kills = run["kills"]
+    in_commit = [k for k in kills if k["phase"] == "commit-begin"]
+    rec = run["recoveries"]
+
+    def mean(key: str) -> float | None:
+        return round(statistics.fmean(r[key] for r in rec), 3) if rec else None
+
+    return {
+        "store": run["kind"], "cycles": run["committed"], "writers": run["writers"],
+        "kills": len(kills), "kills_in_commit": len(in_commit),
+        "in_commit_before_commit_point": sum(1 for k in in_commit
+                                             if k.get("found") == k["cycle"] - 1),
+        "in_commit_after_commit_point": sum(1 for k in in_commit if k.get("found") == k["cycle"]),
+        "kill_phases": {p: sum(1 for k in kills if k["phase"] == p)
+                        for p in sorted({k["phase"] for k in kills})},
+        "readers": run["readers"], "answers_checked": checked["answers"],
+        "generations_seen": checked["generations_seen"], "cycles_seen": checked["cycles_seen"],
+        "mismatches": checked["mismatches"],
+        "hybrid_off_reference": checked["hybrid_off_reference"],
+        "hybrid_examples": checked["hybrid_examples"],
+        "reader_errors": checked["reader_errors"],
+        "would_fail_against_previous_cycle": checked["would_fail_against_previous_cycle"],
+        "lost_documents": run["lost"], "open_failures": run["open_failures"],
+        "writer_errors": run["writer_errors"],
+        "recovery_s_mean": mean("total_s"),
+        "recovery_s_max": round(max(r["total_s"] for r in rec), 3) if rec else None,
+        "process_start_s_mean": mean("start_s"), "import_s_mean": mean("import_s"),
+        "open_s_mean": mean("open_s"),
+        "lock_wait_s_mean": mean("lock_wait_s"),
+        "lock_wait_s_max": round(max(r["lock_wait_s"] for r in rec), 3) if rec else None,
+        "cycle_s_mean": (round(statistics.fmean(run["cycle_times"]), 3)
+                         if run["cycle_times"] else None),
+        "commit_s_mean": (round(statistics.fmean(run["commit_times"]), 3)
+                          if run["commit_times"] else None),
+        "seconds": round(run["seconds"], 1), "reference_s": checked.get("reference_s"),
+        "final": run["final"],
+        "problems": run["problems"][:20], "mismatch_examples": checked["examples"],
+    }
+
+
+_COLUMNS = [("store", "store"), ("cycles", "cycles"), ("kills", "kills"),
+            ("kills_in_commit", "kills in commit (before / after commit point)"),
+            ("readers", "readers"), ("answers_checked", "answers checked"),
+            ("mismatches", "mismatches"),
+            ("hybrid_off_reference", "hybrid answers off the reference"),
+            ("lost_documents", "lost documents"),
+            ("open_failures", "open failures"), ("reader_errors", "reader errors"),
+            ("recovery_s_mean", "mean recovery s"),
+            ("lock_wait_s_mean", "mean lock wait s")]
+
+
+def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> list[str]:
+    out = ["# Crash consistency: SIGKILLed writers, concurrent readers", "",
+           f"`python -m benchmarks.bench_crash {meta['argv']}`: seed {meta['seed']}, kill "
+           f"rate {meta['kill_rate']}, {meta['cpus']} CPUs, {meta['seconds']:.0f} s in all. "
+           "See the module docstring for what is checked.", "",
+           "| " + " | ".join(h for _, h in _COLUMNS) + " |",
+           "|" + "---|" * len(_COLUMNS)]
+    for r in rows:
+        cells = []
+        for key, _ in _COLUMNS:
+            v = r[key]
+            if key == "kills_in_commit":
+                v = (f"{v} ({r['in_commit_before_commit_point']} / "
+                     f"{r['in_commit_after_commit_point']})")
+            cells.append("-" if v is None else str(v))
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    for r in rows:
+        out += [f"**{r['store']}**: {r['writers']} writer processes; kills by the writer's last "
+                f"phase: {r['kill_phases']}; mean cycle {r['cycle_s_mean']} s, mean store "
+                f"write {r['commit_s_mean']} s; recovery (kill to lock held) mean "
+                f"{r['recovery_s_mean']} s, max {r['recovery_s_max']} s, of which process "
+                f"start {r['process_start_s_mean']} s, imports {r['import_s_mean']} s, open "
+                f"{r['open_s_mean']} s, lock wait "
+                f"{r['lock_wait_s_mean']} s (max {r['lock_wait_s_max']}); "
+                f"{r['generations_seen']} generations seen by readers ({r['cycles_seen']} "
+                f"cycles); {r['would_fail_against_previous_cycle']} of the answers differ from "
+                f"the previous cycle's (what a stale or mixed view would show); reader errors "
+                f"{r['reader_errors']}, writer errors {r['writer_errors']}; {r['seconds']} s, "
+                f"reference run {r['reference_s']} s; final: "
+                f"{json.dumps(r['final'])}.", ""]
+        for p in r["problems"] + r["mismatch_examples"]:
+            out.append(f"- {p}")
+        if r["store"] == "milvus" and r["hybrid_off_reference"]:
+            out += ["", f"Milvus: {r['hybrid_off_reference']} of {r['answers_checked']} default "
+                    "(hybrid) answers differ from what the same generation answered in the "
+                    "reference run, while every dense-only answer and every document set is "
+                    "exact. Milvus's BM25 function weighs terms with statistics over every "
+                    "row of the chunks collection, so rows another writer has inserted and "
+                    "flushed but not committed (or a killed writer left, until the next "
+                    "commit collects them) change a committed generation's lexical ranking. "
+                    "Examples:", ""]
+            out += [f"- {e}" for e in r["hybrid_examples"][:3]]
+        out.append("")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--store", choices=["local", "milvus", "both"], default="both")
+    ap.add_argument("--cycles", type=int, default=100)
+    ap.add_argument("--readers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--kill-rate", type=float, default=0.5)
+    ap.add_argument("--reader-pause", type=float, default=0.02,
+                    help="seconds a reader sleeps between questions")
+    ap.add_argument("--out", default=None,
+                    help="result stem under benchmarks/results (default crash, or "
+                         "crash-smoke below 100 cycles)")
+    ap.add_argument("--work", default=None, help="working folder (default: a temporary one)")
+    ap.add_argument("--role", choices=["harness", "writer", "reader"], default="harness",
+                    help=argparse.SUPPRESS)
+    ap.add_argument("--location", help=argparse.SUPPRESS)
+    ap.add_argument("--docs", help=argparse.SUPPRESS)
+    ap.add_argument("--name", help=argparse.SUPPRESS)
+    ap.add_argument("--reader-threads", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.role == "writer":
+        return writer_main(args)
+    if args.role == "reader":
+        return reader_main(args)
+
+    from .common import RESULTS, cpus, environment, write_report
+
+    t0 = time.time()
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="pp-crash-"))
+    kinds = ["local", "milvus"] if args.store == "both" else [args.store]
+    rows, runs = [], {}
+    for kind in kinds:
+        expected = Expected(kind, args.seed, states(args.seed, args.cycles),
+                            work / f"{kind}-reference")
+        print(f"{kind}: {args.cycles} cycles, {args.readers} readers ...", flush=True)
+        run = run_store(kind, cycles=args.cycles, readers=args.readers, seed=args.seed,
+                        work=work / kind, kill_rate=args.kill_rate,
+                        reader_pause=args.reader_pause,
+                        log=lambda m: print(m, flush=True))
+        checked = check_answers(run, args.seed, expected)
+        checked["reference_s"] = round(expected.seconds, 1)
+        rows.append(summarize(run, checked))
+        runs[kind] = {k: run[k] for k in ("kills", "recoveries")}
+        print(json.dumps({k: v for k, v in rows[-1].items()
+                          if k not in ("problems", "mismatch_examples")}), flush=True)
+    meta = {"argv": " ".join(sys.argv[1:] if argv is None else argv), "seed": args.seed,
+            "kill_rate": args.kill_rate, "cpus": cpus(), "seconds": time.time() - t0}
+    stem = args.out or ("crash" if args.cycles >= 100 else "crash-smoke")
+    data = {"meta": meta, "environment": environment("pymilvus", "milvus-lite"),
+            "stores": rows, "kills": runs}
+    paths = write_report(RESULTS, stem, data, markdown(rows, meta))
+    print("\n".join(markdown(rows, meta)))
+    print(f"wrote {paths['json']} and {paths['md']}")
+    if not args.work:
+        shutil.rmtree(work, ignore_errors=True)
+    bad = sum(r["mismatches"] + r["lost_documents"] + r["open_failures"] + r["writer_errors"]
+              + r["reader_errors"] for r in rows)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
