@@ -169,6 +169,21 @@ def test_a_second_writer_is_refused(kind: str, tmp_path: Path) -> None:
 
 
 # --- Milvus only --------------------------------------------------------------------------
+def test_a_collection_found_released_is_loaded_again(tmp_path: Path, sample_copy: Path
+                                                     ) -> None:
+    """Another client of a Milvus Lite file can leave a collection this connection loaded
+    in the released state (seen under concurrent readers in benchmarks/bench_crash.py)."""
+    loc = _location("milvus", tmp_path)
+    update_directory(loc, [sample_copy], embedder=HashEmbedder(64))
+    store = MilvusStore(loc)
+    idx = Index.load(store, embedder=HashEmbedder(64))
+    before = _answers(idx)
+    conn = store.conn
+    for name in (conn.chunks, conn.blobs, conn.terms):
+        conn.client().release_collection(name)  # while the connection thinks them loaded
+    assert _answers(Index.load(store, embedder=HashEmbedder(64))) == before
+
+
 def test_interrupted_update_leaves_the_previous_version(tmp_path: Path, sample_copy: Path,
                                                         monkeypatch) -> None:
     docs = tmp_path / "docs"

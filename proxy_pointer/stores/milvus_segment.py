@@ -121,13 +121,24 @@ class MilvusConnection:
             return self._client
 
     def call(self, what: str, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        """``fn(*args, **kwargs)``, a Milvus failure raised as :class:`StoreError`."""
-        try:
-            return fn(*args, **kwargs)
-        except ProxyPointerError:
-            raise
-        except Exception as e:
-            raise StoreError(f"{self.location}: {what} failed ({_reason(e)})") from None
+        """``fn(*args, **kwargs)``, a Milvus failure raised as :class:`StoreError`.
+
+        A collection found released (another client of the same Milvus Lite file swapped
+        its handle for an unloaded one) is loaded again and the call retried once."""
+        for attempt in (0, 1):
+            try:
+                return fn(*args, **kwargs)
+            except ProxyPointerError:
+                raise
+            except Exception as e:
+                reason = _reason(e)
+                if (attempt == 0 and "released" in reason and args
+                        and isinstance(args[0], str) and args[0] in self._loaded):
+                    self._loaded.discard(args[0])
+                    self.load(args[0])
+                    continue
+                raise StoreError(f"{self.location}: {what} failed ({reason})") from None
+        raise AssertionError("unreachable")
 
     def load(self, collection: str) -> None:
         """Load a collection for search and query (once per process)."""
