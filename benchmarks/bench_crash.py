@@ -739,6 +739,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None,
                     help="result stem under benchmarks/results (default crash, or "
                          "crash-smoke below 100 cycles)")
+    ap.add_argument("--out-dir", default=None, help="where results go (default "
+                    "benchmarks/results)")
     ap.add_argument("--work", default=None, help="working folder (default: a temporary one)")
     ap.add_argument("--role", choices=["harness", "writer", "reader"], default="harness",
                     help=argparse.SUPPRESS)
@@ -777,7 +779,8 @@ def main(argv: list[str] | None = None) -> int:
     stem = args.out or ("crash" if args.cycles >= 100 else "crash-smoke")
     data = {"meta": meta, "environment": environment("pymilvus", "milvus-lite"),
             "stores": rows, "kills": runs}
-    paths = write_report(RESULTS, stem, data, markdown(rows, meta))
+    paths = write_report(Path(args.out_dir) if args.out_dir else RESULTS, stem, data,
+                         markdown(rows, meta))
     print("\n".join(markdown(rows, meta)))
     print(f"wrote {paths['json']} and {paths['md']}")
     if not args.work:
