@@ -191,7 +191,8 @@ class VectorIndex:
                 rows = rows[~np.isin(rows, exclude)]
             if len(rows) == 0 or k <= 0:
                 return np.empty(0, np.float32), np.empty(0, np.int64)
-            rows = np.sort(rows)
+            if (np.diff(rows) < 0).any():  # views and filters come sorted: no sort then
+                rows = np.sort(rows)
             if len(rows) < _WIDE * n:  # a small subset: read just its rows
                 return _top(np.asarray(self._fetch(rows) @ q), rows, k)
             if self._faiss is not None and not exact:

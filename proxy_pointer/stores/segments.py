@@ -352,6 +352,14 @@ class SegmentSet:
         rows = np.asarray(rows, np.int64)
         if len(rows) and (rows.min() < 0 or rows.max() >= self.n_rows):
             raise IndexError(f"chunk row out of range 0..{self.n_rows - 1}")
+        if len(rows) > 1 and not (np.diff(rows) < 0).any():
+            # Sorted (filters, access views: up to every row): cut at segment starts,
+            # without sorting again.
+            cuts = np.searchsorted(rows, self._starts)
+            for slot, lo, hi in zip(self._slots, cuts, [*cuts[1:], len(rows)], strict=True):
+                if hi > lo:
+                    yield slot, np.arange(lo, hi), slot.to_local(rows[lo:hi])
+            return
         which = np.searchsorted(self._starts, rows, side="right") - 1
         for si in np.unique(which):
             pos = np.flatnonzero(which == si)
