@@ -37,7 +37,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from proxy_pointer import Index
 from proxy_pointer.embeddings import CachedEmbedder, SentenceTransformerEmbedder
 
-from .common import CACHE, DATA, RESULTS, environment, percentiles, write_report
+from .common import CACHE, DATA, RESULTS, environment, percentiles, time_views, write_report
 
 
 class DocsCachedQueriesLive:
@@ -124,17 +124,13 @@ VIEWS: dict[str, list[str] | None] = {
 
 
 def measure_views(idx: Index, questions: list[str]) -> dict[str, Any]:
-    """Each question through every :data:`VIEWS` entry in turn (a rotating order), p50/p95
-    of the total and of the part after the embedding, and both medians over no filter's."""
-    total: dict[str, list[float]] = {v: [] for v in VIEWS}
-    after: dict[str, list[float]] = {v: [] for v in VIEWS}
+    """Each question through every :data:`VIEWS` entry in turn (:func:`time_views`),
+    p50/p95 of the total and of the part after the embedding, and both medians over no
+    filter's."""
+    timed = time_views(idx.retrieve, questions, VIEWS)
+    total = {label: t for label, (t, _) in timed.items()}
+    after = {label: a for label, (_, a) in timed.items()}
     labels = list(VIEWS)
-    for i, q in enumerate(questions):
-        for label in labels[i % len(labels):] + labels[:i % len(labels)]:
-            t = time.perf_counter()
-            res = idx.retrieve(q, principal=VIEWS[label])
-            total[label].append(time.perf_counter() - t)
-            after[label].append(time.perf_counter() - t - res.timings.get("embed", 0.0))
     base_total, base_after = (statistics.median(total["no filter"]),
                               statistics.median(after["no filter"]))
     return {label: {"total_ms": _ms(total[label]), "after_embed_ms": _ms(after[label]),

@@ -54,6 +54,7 @@ from .common import (
     pyplot,
     run_child,
     status_mib,
+    time_views,
     write_report,
 )
 
@@ -241,16 +242,10 @@ def child_query_access(index: str, n: int, groups: int) -> dict:
         idx.retrieve("warm up", budget=1000, principal=groups_)
     warm_s = time.perf_counter() - t
     qs = questions(n)
-    wall: dict[str, list[float]] = {v: [] for v in views}
-    no_embed: dict[str, list[float]] = {v: [] for v in views}
+    timed = time_views(idx.retrieve, qs, views, budget=1000)
+    wall = {label: [t * 1000 for t in w] for label, (w, _) in timed.items()}
+    no_embed = {label: [t * 1000 for t in a] for label, (_, a) in timed.items()}
     labels = list(views)
-    for i, q in enumerate(qs):
-        for label in labels[i % len(labels):] + labels[:i % len(labels)]:
-            t = time.perf_counter()
-            r = idx.retrieve(q, budget=1000, principal=views[label])
-            dt = (time.perf_counter() - t) * 1000
-            wall[label].append(dt)
-            no_embed[label].append(dt - r.timings["embed"] * 1000)
     base, base_ne = percentile(wall["no filter"], 50), percentile(no_embed["no filter"], 50)
     visible = {label: len(idx.visible_documents(Access.of(g))) for label, g in views.items()}
     return {"documents": len(idx), "chunks": len(idx.chunks), "queries": len(qs),

@@ -367,3 +367,23 @@ def run_child(cmd: Sequence[str | Path], *, env: Mapping[str, str] | None = None
     if check and child.returncode:
         raise subprocess.CalledProcessError(child.returncode, args, out, err)
     return child
+
+
+def time_views(retrieve: Callable[..., Any], questions: Sequence[str],
+               views: Mapping[str, Any], **options: Any
+               ) -> dict[str, tuple[list[float], list[float]]]:
+    """Each question through every access view in turn (``label -> principal``, a rotating
+    order so the views share the machine's state): per view, wall seconds and seconds after
+    the query embedding (``Retrieval.timings["embed"]``) of each ``retrieve(q,
+    principal=..., **options)``."""
+    out: dict[str, tuple[list[float], list[float]]] = {v: ([], []) for v in views}
+    labels = list(views)
+    for i, q in enumerate(questions):
+        for label in labels[i % len(labels):] + labels[:i % len(labels)]:
+            t = time.perf_counter()
+            res = retrieve(q, principal=views[label], **options)
+            dt = time.perf_counter() - t
+            out[label][0].append(dt)
+            out[label][1].append(dt - res.timings.get("embed", 0.0))
+    return out
+
