@@ -750,7 +750,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reader-threads", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.role == "writer":
-        return writer_main(args)
+        # Exit at once: reader threads blocked in a Milvus Lite call can hang the
+        # interpreter's shutdown (seen once in 100 cycles), and nothing is left to flush.
+        rc = writer_main(args)
+        sys.stdout.flush()
+        os._exit(rc)
     if args.role == "reader":
         return reader_main(args)
 
