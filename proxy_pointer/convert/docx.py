@@ -424,6 +424,9 @@ def _open(data: bytes, name: str) -> Document:
                                   "word/document.xml)")
         if sum(i.file_size for i in infos) > _MAX_UNZIPPED:
             raise ConversionError(name, "unpacks to more than 2 GB; not converted")
+        if any(i.flag_bits & 0x1 for i in infos):  # zipfile would raise RuntimeError
+            raise ConversionError(name, "is password-protected (its zip archive is "
+                                  "encrypted); not converted")
         return docx.Document(BytesIO(data))
     except _READ_ERRORS as exc:
         raise ConversionError(name, f"is a damaged Word file ({type(exc).__name__}: "

@@ -297,8 +297,11 @@ def _cell_text(td: Element) -> tuple[str, bool]:
 
 
 def _int_attr(el: Element, name: str) -> int:
+    """A span attribute (``colspan``) as browsers read it, 1 to 100: ASCII digits only
+    (``str.isdigit`` also accepts ``"²"``, which ``int`` refuses), anything else 1."""
     v = (el.get(name) or "1").strip()
-    return min(int(v), 100) if v.isdigit() and int(v) > 0 else 1
+    n = int(v) if v.isascii() and v.isdigit() and len(v) <= 9 else 1
+    return min(n, 100) if n > 0 else 1
 
 
 class HtmlConverter:

@@ -132,9 +132,12 @@ class _Reader:
         return bold or pdfium_c.FPDFText_GetFontWeight(tp, i) >= 600
 
     def _box(self, tp: object, i: int) -> tuple[float, float, float, float]:
+        """Size, top, bottom and right of character ``i``; a coordinate a damaged page
+        makes infinite or NaN (a huge text offset) reads as 0, so lines still sort."""
         r = self.rect
         pdfium_c.FPDFText_GetLooseCharBox(tp, i, r)
-        return r.top - r.bottom, r.top, r.bottom, r.right
+        box = (r.top - r.bottom, r.top, r.bottom, r.right)
+        return box if all(map(math.isfinite, box)) else (0.0, 0.0, 0.0, 0.0)
 
     def lines(self, page: pdfium.PdfPage, index: int) -> list[_Line]:
         """The page's non-blank lines in pdfium's reading order."""
@@ -150,6 +153,7 @@ class _Reader:
             if len(text) != n:  # characters outside the BMP: read them one by one
                 text = "".join(chr(pdfium_c.FPDFText_GetUnicode(raw, i)) for i in range(n))
             height = page.get_height()
+            height = height if math.isfinite(height) else 0.0
             out: list[_Line] = []
             start = 0
             for part in text.replace("\r\n", "\n\x00")[:n].split("\n"):
