@@ -337,11 +337,16 @@ def _split_offsets(text: str, a: int, b: int, size: int, overlap: int
     out: list[tuple[int, int]] = []
     prev_start, prev_end = -1, 0
     for piece in splitter.split_text(seg):
-        # The splitter's chunks are verbatim and in order; each starts after the previous
-        # one's start, at a split boundary at most ``overlap`` characters before the
-        # previous end (the longest suffix it keeps), and ends beyond that end.
-        at = _locate(seg, piece, max(prev_start + 1, prev_end - overlap,
-                                     prev_end - len(piece) + 1))
+        # The splitter's chunks are verbatim and in order; each starts at a split boundary
+        # at most ``overlap`` characters before the previous end (the longest suffix it
+        # keeps: all of a short previous chunk, so not always after its start) and ends
+        # beyond that end, with at most whitespace between the two.
+        lo = max(prev_start, prev_end - overlap)
+        at = _locate(seg, piece, max(lo, prev_end - len(piece) + 1))
+        if at > prev_end and seg[prev_end:at].strip():
+            # Found past text no chunk holds, so not there: the chunk is the previous one's
+            # kept suffix alone (what followed it was whitespace) and ends where it ends.
+            at = _locate(seg, piece, max(lo, prev_end - len(piece)))
         s, e = at, at + len(piece)
         prev_start, prev_end = s, max(prev_end, e)
         if e - s > size:  # a run without any separator (one giant "word"): hard windows
@@ -443,11 +448,11 @@ def _fit(ctx: SplitContext, per_body: list[list[Piece]]) -> None:
                 p.units = None
     for _ in range(_MAX_ROUNDS + 2):
         todo = [p for ps in per_body for p in ps if p.units is None]
-        if not todo:
-            return
         for p, n in zip(todo, ctx.measure([p.embed for p in todo]), strict=True):
             p.units = n
-        over = {id(p) for p in todo if p.units is not None and p.units > ctx.size}
+        # every piece: one measured as it was cut (a character-sized row piece under a
+        # repeated header) may be over the size too
+        over = {id(p) for ps in per_body for p in ps if p.units is not None and p.units > ctx.size}
         if not over:
             return
         for i, ps in enumerate(per_body):
@@ -456,7 +461,8 @@ def _fit(ctx: SplitContext, per_body: list[list[Piece]]) -> None:
     for ps in per_body:
         for p in ps:
             if p.units is None or p.units > ctx.size:
-                p.embed = ctx.tokenizer.truncate(p.embed, ctx.size)
+                p.embed = (ctx.tokenizer.truncate(p.embed, ctx.size) if ctx.tokens
+                           else p.embed[:ctx.size])
                 p.units = ctx.measure([p.embed])[0]
 
 
