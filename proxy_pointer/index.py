@@ -158,6 +158,7 @@ class Index:
         m = opened.manifest
         if embedder is None:
             embedder = make_embedder(m.embedder.model_id)
+            m.check_embedder(store.location, expect_dimension=embedder.dimension)
         idx = cls(embedder=embedder, vector_config=m.vector_index,
                   recover_headings=m.recover_headings)
         idx.chunk_config = m.chunking  # as recorded: an index opens as it was built

@@ -13,6 +13,7 @@ import io
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from tokenize import TokenError
 from typing import Any, Protocol
 
 import numpy as np
@@ -104,9 +105,10 @@ class LexicalSearch(Protocol):
 class LexicalIndex:
     """A BM25 index whose document ``i`` is chunk row ``i`` of the index."""
 
-    def __init__(self, model: Any, n_rows: int) -> None:
+    def __init__(self, model: Any, n_rows: int, source: str = "") -> None:
         self._model = model
         self.n_rows = n_rows
+        self.source = source  # the folder it was loaded from, for errors
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> LexicalIndex:
@@ -153,7 +155,12 @@ class LexicalIndex:
             lo, hi = int(indptr[tid]), int(indptr[tid + 1])
             w = 1.0 if weights is None else float(weights[i])
             # Row ids are unique within one token's postings, so a fancy += is exact.
-            out[np.asarray(indices[lo:hi])] += np.asarray(data[lo:hi]) * w
+            try:
+                out[np.asarray(indices[lo:hi])] += np.asarray(data[lo:hi]) * w
+            except IndexError:  # checking every posting on load would read them all
+                raise IndexCorruptError(
+                    f"{self.source or 'BM25 index'}: damaged, postings of {t!r} name rows "
+                    f"past its {self.n_rows}") from None
         return out
 
     def top(self, tokens: Sequence[str], k: int, *, weights: Sequence[float] | None = None,
@@ -195,11 +202,41 @@ class LexicalIndex:
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 model = bm25s.BM25.load(str(directory), mmap=mmap, allow_pickle=False)
-        except (OSError, ValueError, KeyError, EOFError) as e:
-            raise IndexCorruptError(f"{directory}: BM25 index unreadable ({e})") from None
+        # bm25s trusts its files: damaged JSON or .npy headers surface as any of these
+        # (a stray key in params is a TypeError, a bad array header a TokenError).
+        except (OSError, ValueError, KeyError, EOFError, TypeError, AttributeError,
+                SyntaxError, RecursionError, TokenError) as e:
+            raise IndexCorruptError(f"{directory}: BM25 index unreadable "
+                                    f"({type(e).__name__}: {e})") from None
         n_docs = model.scores.get("num_docs")
         if n_docs != n_rows:
             raise IndexCorruptError(
                 f"{directory}: BM25 index holds {n_docs} documents, the index has {n_rows} chunks"
             )
-        return cls(model, n_rows)
+        problem = _postings_problem(model)
+        if problem is not None:
+            raise IndexCorruptError(f"{directory}: BM25 index damaged: {problem}")
+        return cls(model, n_rows, str(directory))
+
+
+def _postings_problem(model: Any) -> str | None:
+    """What is wrong with a loaded model's postings (CSC arrays and vocabulary), checked in
+    time linear in the vocabulary, so the memory-mapped arrays are not read; None if nothing.
+    Search would otherwise fail on them with a numpy error, or read past them."""
+    s, vocab = model.scores, model.vocab_dict
+    data, indices, indptr = s.get("data"), s.get("indices"), s.get("indptr")
+    arrays = (data, indices, indptr)
+    if not all(isinstance(a, np.ndarray) and a.ndim == 1 for a in arrays):
+        return "its score arrays are not vectors"
+    if data.dtype.kind not in "fiu" or indices.dtype.kind not in "iu" \
+            or indptr.dtype.kind not in "iu":
+        return f"score arrays of types {data.dtype}, {indices.dtype}, {indptr.dtype}"
+    if len(indptr) == 0 or len(indices) != len(data) or int(indptr[0]) != 0 \
+            or int(indptr[-1]) != len(data) or bool(np.any(np.diff(indptr) < 0)):
+        return "its postings offsets do not match its postings"
+    # bm25s numbers one more term than it has columns: "", which no text tokenizes to
+    if not isinstance(vocab, dict) or not all(
+            isinstance(t, str) and type(v) is int and 0 <= v < len(indptr) - (t != "")
+            for t, v in vocab.items()):
+        return f"its vocabulary is not terms numbered below {len(indptr) - 1}"
+    return None

@@ -328,6 +328,7 @@ class Tree:
                 )
             lines = split_lines(text)
             nodes = [_node_from_dict(d, len(lines)) for d in data["nodes"]]
+            _check_ids(nodes)
             tree = cls(doc_id=doc_id, lines=lines, nodes=nodes, title=str(data["title"]),
                        warnings=[str(w) for w in data["warnings"]])
         except DocumentError:
@@ -367,6 +368,19 @@ def _node_to_dict(n: Node) -> dict[str, Any]:
 
 
 _INT_FIELDS = ("level", "start", "body_start", "own_end", "end")
+
+
+def _check_ids(nodes: list[Node]) -> None:
+    """ValueError unless the ids are as built: an optional first preamble, then ``0000``,
+    ``0001``... in order, every parent and child naming one of them (chunks and refs point
+    at nodes by these ids)."""
+    heads = nodes[1:] if nodes and nodes[0].is_preamble else nodes
+    if [n.node_id for n in heads] != [f"{k:04d}" for k in range(len(heads))]:
+        raise ValueError("node ids are not 'preamble', '0000', '0001', ... in order")
+    ids = {n.node_id for n in nodes}
+    if any((n.parent_id is not None and n.parent_id not in ids)
+           or not ids.issuperset(n.children) for n in nodes):
+        raise ValueError("a parent or child id names no node")
 
 
 def _node_from_dict(d: Mapping[str, Any], n_lines: int) -> Node:

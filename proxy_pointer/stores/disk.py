@@ -32,6 +32,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from tokenize import TokenError
 from typing import Any
 
 import numpy as np
@@ -205,7 +206,7 @@ class DiskSegment:
         try:
             con = sqlite3.connect(uri, uri=True, check_same_thread=False)
             n = con.execute("SELECT max(row) FROM chunks").fetchone()[0]
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # damaged text: not UTF-8
             raise IndexCorruptError(f"{path}: not a readable index database ({e})") from None
         if (n if n is not None else -1) != self._rows - 1:
             raise IndexCorruptError(f"{path}: holds {0 if n is None else n + 1} chunk rows, "
@@ -217,7 +218,7 @@ class DiskSegment:
         try:
             v = np.load(path, mmap_mode="r" if self._rows else None, allow_pickle=False)
             self._reader = _RowReader(path) if self._rows and self._approx else None
-        except (ValueError, OSError, EOFError) as e:
+        except (ValueError, OSError, EOFError, TokenError) as e:  # TokenError: a bad header
             raise IndexCorruptError(f"{path}: unreadable ({e})") from None
         if v.dtype != np.float32 or v.shape != (self._rows, self.dimension):
             raise IndexCorruptError(f"{path}: {v.dtype} {v.shape}, expected float32 "
@@ -228,7 +229,7 @@ class DiskSegment:
         with self._lock:
             try:
                 return self._con.execute(sql, args).fetchall()
-            except sqlite3.DatabaseError as e:
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
                 raise IndexCorruptError(f"{self.folder / _META}: unreadable ({e})") from None
 
     # --- documents ----------------------------------------------------------------------
@@ -285,14 +286,21 @@ class DiskSegment:
                                + (", metadata" if "metadata" in cols else ", NULL")
                                + " FROM documents WHERE doc_id = ?", (doc_id,))
             if not rows:
+                if doc_id in self._doc_table():  # listed, yet not found by its key
+                    raise IndexCorruptError(f"{self.folder / _META}: the record of {doc_id} "
+                                            "cannot be found (a damaged table index)")
                 raise KeyError(doc_id)
             d, path, size, sha, kind, title, n, lt, pages, conv, meta = rows[0]
-            rec = DocumentRecord(doc_id=d, source_path=path, size=size, sha256=sha, kind=kind,
-                                 title=title, n_chunks=n,
-                                 line_tokens=tuple(np.frombuffer(lt, "<i4").tolist()),
-                                 pages=tuple(np.frombuffer(pages, "<i4").tolist())
-                                 if pages else (), converter=conv or "",
-                                 metadata=self._metadata(meta, d))
+            try:
+                rec = DocumentRecord(doc_id=d, source_path=path, size=size, sha256=sha,
+                                     kind=kind, title=title, n_chunks=n,
+                                     line_tokens=tuple(np.frombuffer(lt, "<i4").tolist()),
+                                     pages=tuple(np.frombuffer(pages, "<i4").tolist())
+                                     if pages else (), converter=conv or "",
+                                     metadata=self._metadata(meta, d))
+            except (TypeError, ValueError):  # counts stored as text, not packed integers
+                raise IndexCorruptError(f"{self.folder / _META}: the record of {doc_id} is "
+                                        "damaged (its line or page counts)") from None
             with self._cache_lock:
                 remember(self._records, doc_id, rec, 256)
         return rec
@@ -320,7 +328,20 @@ class DiskSegment:
 
     def pointers(self, rows: Sequence[int]) -> list[Pointer]:
         found = self._rows_where("doc_id, node_id, start_char, start_line, end_line", rows)
-        return [found[int(r)] for r in rows]
+        out = [found[int(r)] for r in rows]
+        for r, (doc_id, node_id, *ints) in zip(rows, out, strict=True):
+            self._check_row(int(r), doc_id, node_id, ints)
+        return out
+
+    def _check_row(self, row: int, doc_id: Any, node_id: Any, ints: Sequence[Any],
+                   texts: Sequence[Any] = ()) -> None:
+        """:class:`IndexCorruptError` for a chunk row SQLite returned damaged (it checks no
+        content): a doc id the segment does not hold, a text where a number belongs."""
+        if (doc_id not in self._doc_table() or not (node_id is None or _is_node_id(node_id))
+                or not all(type(v) is int for v in ints)
+                or not all(type(t) is str for t in texts)):
+            raise IndexCorruptError(f"{self.folder / _META}: chunk row {row} is damaged "
+                                    f"({doc_id!r}, {node_id!r}, {list(ints)!r})"[:300])
 
     def doc_rows(self, doc_id: str) -> np.ndarray:
         _, lo, hi = self._doc_table()[doc_id]
@@ -346,8 +367,10 @@ class DiskSegment:
         for r in rows:
             (doc_id, node_id, title, path, sc, ec, sl, el, os_, oe, ss, se,
              embed) = found[int(r)]
+            self._check_row(int(r), doc_id, node_id, (sc, ec, sl, el, os_, oe, ss, se),
+                            (title, embed))
             out.append(Chunk(doc_id=doc_id, node_id=node_id, title=title,
-                             path=tuple(json.loads(path)), start_char=sc, end_char=ec,
+                             path=self._json_list(int(r), path), start_char=sc, end_char=ec,
                              start_line=sl, end_line=el, own_start=os_, own_end=oe,
                              section_start=ss, section_end=se,
                              text=self.text(doc_id)[sc:ec], embed_text=embed))
@@ -359,7 +382,18 @@ class DiskSegment:
 
     def crumbs(self, rows: Sequence[int]) -> list[tuple[str, ...]]:
         found = self._rows_where("crumbs", rows)
-        return [tuple(json.loads(found[int(r)][0])) for r in rows]
+        return [self._json_list(int(r), found[int(r)][0]) for r in rows]
+
+    def _json_list(self, row: int, raw: Any) -> tuple[str, ...]:
+        """A chunk row's JSON list of titles; :class:`IndexCorruptError` if it is damaged."""
+        try:
+            items = json.loads(raw)
+        except (ValueError, TypeError):
+            items = None
+        if not isinstance(items, list) or not all(isinstance(t, str) for t in items):
+            raise IndexCorruptError(f"{self.folder / _META}: chunk row {row} is damaged "
+                                    f"(titles {str(raw)[:80]!r})")
+        return tuple(items)
 
     def rows_mentioning(self, needle: str) -> np.ndarray:
         rows = self._query("SELECT row FROM chunks WHERE instr(norm, ?) > 0", (needle,))
@@ -401,6 +435,12 @@ class DiskSegment:
             self._con.close()
         if self._reader is not None:
             self._reader.close()
+
+
+def _is_node_id(node_id: Any) -> bool:
+    """Whether ``node_id`` is spelled as a tree's node ids are (``preamble``, ``0003``)."""
+    return type(node_id) is str and (node_id == "preamble"
+                                     or (node_id.isascii() and node_id.isdigit()))
 
 
 def _npy_layout(path: Path) -> tuple[int, tuple[int, ...], np.dtype]:

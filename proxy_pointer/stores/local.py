@@ -47,6 +47,7 @@ __all__ = ["GRACE_SECONDS", "LocalStore", "current_generation",
 
 _CURRENT = "CURRENT"
 _SEGMENTS, _SOURCES = "segments", "sources"
+_MAX_NAME = 64  # a generation's or segment's name ("gen-000007"); longer is not a file name
 #: Seconds a superseded generation's files are kept for readers that still use it.
 GRACE_SECONDS = 600.0
 
@@ -99,9 +100,9 @@ def current_generation(directory: str | os.PathLike[str]) -> Path | None:
         name = (directory / _CURRENT).read_text().strip()
     except FileNotFoundError:
         return None
-    except OSError as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise IndexCorruptError(f"{directory}: cannot read {_CURRENT}: {e}") from e
-    if not name.startswith("gen-") or "/" in name:
+    if not name.startswith("gen-") or "/" in name or len(name) > _MAX_NAME:
         raise IndexCorruptError(f"{directory}/{_CURRENT}: unexpected content {name!r}")
     return directory / name
 
@@ -118,7 +119,7 @@ def _segment_list(raw: dict[str, Any], source: str) -> list[tuple[str, list[str]
     except (KeyError, TypeError) as e:
         raise IndexCorruptError(f"{source}: bad segment list ({e!r})") from None
     for name, _ in out:
-        if not name.startswith("seg-") or "/" in name:
+        if not name.startswith("seg-") or "/" in name or len(name) > _MAX_NAME:
             raise IndexCorruptError(f"{source}: bad segment name {name!r}")
     return out
 
