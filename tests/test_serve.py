@@ -58,9 +58,8 @@ class ScriptedLLM:
         return LLMReply(self.text, 10, 5, self.model_id)
 
 
-@pytest.fixture(autouse=True)
-def _no_token_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(TOKEN_ENV, raising=False)
+#: Tests set the update token themselves; one in the caller's environment must not leak in.
+pytestmark = pytest.mark.usefixtures("no_token_env")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from proxy_pointer.access import Access
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.index import update_directory
-from proxy_pointer.serve import TOKEN_ENV, create_app
+from proxy_pointer.serve import create_app
 from proxy_pointer.service import Service
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
@@ -27,9 +27,8 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 ERROR_STATUSES = ("400", "401", "403", "404", "413", "415", "422", "500", "502", "503")
 
 
-@pytest.fixture(autouse=True)
-def _no_token_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(TOKEN_ENV, raising=False)
+#: Tests set the update token themselves; one in the caller's environment must not leak in.
+pytestmark = pytest.mark.usefixtures("no_token_env")
 
 
 @pytest.fixture(scope="module")
