@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
+import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,7 +22,8 @@ import numpy as np
 
 from .errors import IndexCorruptError
 
-__all__ = ["LexicalIndex", "LexicalSearch", "idf", "terms", "tokenize", "top_rows"]
+__all__ = ["LexicalIndex", "LexicalSearch", "LexicalWriter", "idf", "terms", "tokenize",
+           "top_rows"]
 
 
 def _stemmer() -> Callable[[list[str]], list[str]] | None:
@@ -217,6 +220,141 @@ class LexicalIndex:
         if problem is not None:
             raise IndexCorruptError(f"{directory}: BM25 index damaged: {problem}")
         return cls(model, n_rows, str(directory))
+
+
+class LexicalWriter:
+    """Builds the same BM25 index as :meth:`LexicalIndex.build` from texts given a batch at
+    a time, holding only the vocabulary and per-row lengths in memory.
+
+    Each batch is tokenized, and its rows' distinct terms and their counts are appended to
+    two scratch files in ``directory``; :meth:`save` works out the IDFs and writes the
+    score matrix column by column into memory-mapped ``.npy`` files, with bm25s' own
+    parameters and vocabulary beside them, so :meth:`LexicalIndex.load` reads it as any
+    saved index. Scores equal bm25s' bit for bit (bm25s' Lucene variant, ``k1=1.5``,
+    ``b=0.75``, float32); the vocabulary is numbered in order of first appearance.
+    """
+
+    _K1, _B = 1.5, 0.75
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._vocab: dict[str, int] = {}
+        self._df: list[int] = []
+        self._lengths: list[int] = []  # tokens per row
+        self._distinct: list[int] = []  # distinct terms per row
+        self._terms = open(self.directory / "terms.tmp", "wb")
+        self._counts = open(self.directory / "counts.tmp", "wb")
+
+    @property
+    def n_rows(self) -> int:
+        return len(self._lengths)
+
+    def add(self, texts: Sequence[str]) -> None:
+        """Append ``texts`` as the next rows."""
+        if not texts:
+            return
+        vocab, df = self._vocab, self._df
+        ids: list[int] = []
+        counts: list[int] = []
+        for tokens in tokenize(texts):
+            seen: dict[int, int] = {}
+            for t in tokens:
+                tid = vocab.get(t)
+                if tid is None:
+                    tid = vocab[t] = len(df)
+                    df.append(0)
+                seen[tid] = seen.get(tid, 0) + 1
+            for tid in seen:
+                df[tid] += 1
+            ids.extend(seen)
+            counts.extend(seen.values())
+            self._lengths.append(len(tokens))
+            self._distinct.append(len(seen))
+        self._terms.write(np.asarray(ids, np.int32).tobytes())
+        self._counts.write(np.asarray(counts, np.int32).tobytes())
+
+    def save(self, directory: str | Path, *, rows_per_pass: int = 65536) -> None:
+        """Write the index into ``directory`` (as :meth:`LexicalIndex.save` does) and
+        delete the scratch files."""
+        import bm25s
+
+        n = self.n_rows
+        vocab, df = self._vocab, self._df
+        if n and not vocab:  # bm25s cannot build an empty vocabulary: row 0 gets a term
+            vocab[_NO_TERM] = len(df)
+            df.append(1)
+            self._lengths[0] = self._distinct[0] = 1
+            self._terms.write(np.zeros(1, np.int32).tobytes())
+            self._counts.write(np.ones(1, np.int32).tobytes())
+        self._terms.close()
+        self._counts.close()
+        try:
+            if n == 0:
+                return
+            lengths = np.asarray(self._lengths, np.int64)
+            distinct = np.asarray(self._distinct, np.int64)
+            avg = lengths.mean()  # as bm25s: the mean of an int64 array
+            idf_f32 = np.asarray([math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df],
+                                 np.float32)
+            indptr = np.zeros(len(df) + 1, np.int64)
+            np.cumsum(df, out=indptr[1:])
+            nnz = int(indptr[-1])
+            # as bm25s' scipy matrix: int32 row numbers while they fit, int64 offsets
+            int_dtype = np.int32 if max(nnz, n) < 2**31 - 1 else np.int64
+            out = Path(directory)
+            out.mkdir(parents=True, exist_ok=True)
+            model = bm25s.BM25()
+            model.scores = {"data": np.zeros(0, np.float32), "indices": np.zeros(0, np.int32),
+                            "indptr": indptr, "num_docs": n}
+            model.vocab_dict = {**vocab, "": len(df)}
+            model.nonoccurrence_array = None  # set by bm25s' index(); Lucene has none
+            with contextlib.redirect_stdout(io.StringIO()):
+                model.save(str(out), allow_pickle=False)
+            fmt = np.lib.format
+            data = fmt.open_memmap(out / "data.csc.index.npy", "w+", np.float32, (nnz,))
+            indices = fmt.open_memmap(out / "indices.csc.index.npy", "w+", int_dtype, (nnz,))
+            self._fill(data, indices, indptr, idf_f32, lengths, distinct, float(self._K1),
+                       float(self._B), avg, rows_per_pass)
+            data.flush()
+            indices.flush()
+            del data, indices
+        finally:
+            for name in ("terms.tmp", "counts.tmp"):
+                with contextlib.suppress(OSError):
+                    os.unlink(self.directory / name)
+
+    def _fill(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
+              idf_f32: np.ndarray, lengths: np.ndarray, distinct: np.ndarray, k1: float,
+              b: float, avg: np.floating, rows_per_pass: int) -> None:
+        """Scores of every (row, term), written where the CSC layout puts them: within a
+        term, rows ascending (as scipy orders bm25s' matrix)."""
+        fill = indptr[:-1].copy()  # next free slot of each term's column
+        ends = np.cumsum(distinct)
+        # bm25s scores each row as float32 tf over (k1 * (1 - b + b * len / avg)), the
+        # denominator a NumPy float64 scalar: its promotion with the float32 tf (float64
+        # under NumPy 2, float32 under 1.x) is reproduced, so every score rounds the same.
+        wide = (np.float64(1.0) + np.ones(1, np.float32)).dtype
+        with open(self.directory / "terms.tmp", "rb") as ft, \
+                open(self.directory / "counts.tmp", "rb") as fc:
+            for lo in range(0, len(lengths), rows_per_pass):
+                hi = min(lo + rows_per_pass, len(lengths))
+                size = int(ends[hi - 1] - (ends[lo - 1] if lo else 0))
+                tids = np.fromfile(ft, np.int32, size)
+                tf = np.fromfile(fc, np.int32, size).astype(np.float32)
+                rows = np.repeat(np.arange(lo, hi, dtype=np.int64), distinct[lo:hi])
+                lens = lengths[rows]
+                denom = (k1 * ((1 - b) + b * lens / avg)).astype(wide)
+                tfc = tf / (denom + tf)
+                scores = (idf_f32[tids] * tfc).astype(np.float32)
+                order = np.argsort(tids, kind="stable")
+                t_sorted = tids[order]
+                first, starts, counts = np.unique(t_sorted, return_index=True,
+                                                  return_counts=True)
+                dest = fill[t_sorted] + (np.arange(size) - np.repeat(starts, counts))
+                data[dest] = scores[order]
+                indices[dest] = rows[order]
+                fill[first] += counts
 
 
 def _postings_problem(model: Any) -> str | None:

@@ -12,7 +12,7 @@ import pytest
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import IndexCorruptError
 from proxy_pointer.index import Index
-from proxy_pointer.lexical import LexicalIndex
+from proxy_pointer.lexical import LexicalIndex, LexicalWriter
 from proxy_pointer.stores import current_generation
 
 TEXTS = [
@@ -101,3 +101,37 @@ def test_segments_score_with_corpus_wide_statistics(docs: Path, tmp_path: Path) 
         assert [c for c, _ in a[:3]] == [c for c, _ in b[:3]]
         # Scores differ only by each segment's own average chunk length.
         assert [s for _, s in b[:3]] == pytest.approx([s for _, s in a[:3]], rel=0.15)
+
+
+@pytest.mark.parametrize("batch", [1, 7, 500])
+def test_streamed_bm25_scores_equal_bm25s_bit_for_bit(tmp_path: Path, batch: int) -> None:
+    import random
+
+    rng = random.Random(batch)
+    words = ("the model models tide ship ships apple trees pruned glass plate harbor 2019 x "
+             "data set sets evaluation a an über naïve").split()
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 40)))
+             for _ in range(1200)]
+    texts[5], texts[6] = "&", ""
+    writer = LexicalWriter(tmp_path / "scratch")
+    for i in range(0, len(texts), batch):
+        writer.add(texts[i:i + batch])
+    writer.save(tmp_path / "bm25", rows_per_pass=333)
+    assert not list((tmp_path / "scratch").iterdir())
+    built, streamed = LexicalIndex.build(texts), LexicalIndex.load(tmp_path / "bm25", len(texts))
+    vocab = json.loads((tmp_path / "bm25" / "vocab.index.json").read_text())
+    assert set(vocab) == set(built._model.vocab_dict)
+    for t in vocab:
+        if t:
+            assert streamed.scores([t]).tobytes() == built.scores([t]).tobytes(), t
+    for q in ("ships at high tide", "apple model evaluation", "naïve über"):
+        assert streamed.search(q, 20) == built.search(q, 20)
+
+
+def test_streamed_bm25_of_texts_without_words_matches_bm25s(tmp_path: Path) -> None:
+    writer = LexicalWriter(tmp_path / "scratch")
+    writer.add(["&", "", "the"])
+    writer.save(tmp_path / "bm25")
+    built, streamed = LexicalIndex.build(["&", "", "the"]), LexicalIndex.load(tmp_path / "bm25", 3)
+    assert streamed.scores(["\x00"]).tobytes() == built.scores(["\x00"]).tobytes()
+    assert streamed.search("anything", 3) == []
