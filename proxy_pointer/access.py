@@ -21,12 +21,26 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["ACCESS_KEY", "ANONYMOUS", "Access", "check_metadata", "parse_where", "public_metadata",
-           "read_metadata_file", "read_tokens"]
+__all__ = ["ACCESS_KEY", "ANONYMOUS", "Access", "check_metadata", "check_metadata_of",
+           "parse_where", "public_metadata", "read_metadata_file", "read_tokens"]
 
 #: The metadata key that lists the groups allowed to read a document.
 ACCESS_KEY = "access"
 _MAX_METADATA_BYTES = 65_536  # one document's metadata as JSON
+
+
+def check_metadata_of(metadata: Mapping[str, Mapping[str, Any]], known: set[str]
+                      ) -> dict[str, dict[str, Any]]:
+    """Validated metadata (:func:`check_metadata`) of ``doc_id -> object``, for ``known``
+    doc ids only: a mistyped id must not leave the document it meant unrestricted, so any
+    other raises :class:`ConfigError` before any work."""
+    unknown = sorted(d for d in metadata if d not in known)
+    if unknown:
+        shown = ", ".join(repr(d) for d in unknown[:3])
+        more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+        raise ConfigError(f"metadata names documents that are neither indexed nor being "
+                          f"indexed: {shown}{more}")
+    return {d: check_metadata(m, where=f"metadata of {d!r}") for d, m in metadata.items()}
 
 
 def check_metadata(metadata: Any, *, where: str) -> dict[str, Any]:

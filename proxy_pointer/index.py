@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .access import Access, check_metadata
+from .access import Access, check_metadata_of
 from .chunking import CHUNKER_VERSION, Chunk, ChunkConfig
 from .corpus import ChunkRows, DocumentTable, Reader
 from .derived import Derived
@@ -37,6 +39,7 @@ from .ingest import (
     UpdateReport,
     duplicate_pairs,
     ingest,
+    source_bytes,
 )
 from .refs import Ref, SectionText, open_ref, resolve
 from .retrieval import Retrieval, RetrievalConfig, Retriever
@@ -51,6 +54,7 @@ from .stores import (
     open_store,
 )
 from .stores.segments import Pointer
+from .stores.staging import DiskStaging, Labelling, MemoryStaging
 from .synthesis import Answer, synthesize
 from .tree import Tree
 from .vectors import VectorIndexConfig
@@ -58,8 +62,12 @@ from .vectors import VectorIndexConfig
 if TYPE_CHECKING:
     from .llm import LLM
 
-__all__ = ["ChunkRows", "DocumentTable", "Index", "IngestProgress", "UpdateReport",
-           "update_directory"]
+__all__ = ["SPILL_BYTES", "ChunkRows", "DocumentTable", "Index", "IngestProgress",
+           "UpdateReport", "update_directory"]
+
+#: Text to read above which an update of an index held in memory streams its documents
+#: into a segment in the temporary folder rather than holding them (about 25,000 chunks).
+SPILL_BYTES = 16_000_000
 
 
 def _library_version() -> str:
@@ -102,6 +110,13 @@ class Index:
         # change in memory.
         self._origin: tuple[Store, str] | None = None
         self._chunker_version = CHUNKER_VERSION
+        #: Where an update streams its documents into a segment on disk (see
+        #: :mod:`~.stores.staging`): ``None`` keeps them in memory unless the files to
+        #: read hold more than :data:`SPILL_BYTES`, then the system's temporary folder.
+        #: :func:`update_directory` sets the store's own scratch folder.
+        self.staging_dir: Path | None = None
+        # segments staged on disk, read until the next save takes them in
+        self._staged: list[DiskStaging] = []
 
     # --- construction -------------------------------------------------------------------
     @classmethod
@@ -199,14 +214,18 @@ class Index:
         Only what changed since the index was loaded from ``store`` is written (new
         documents as a new segment, replaced and removed ones marked deleted), and the
         index then reads from the saved files; an index saved elsewhere is written whole
-        and keeps its contents in memory.
+        and keeps its contents in memory (what an update staged on disk is read from the
+        saved files too, and its staging folder deleted).
         """
         same = self._origin is not None and self._origin[0].location == store.location
         generation, segments = store.write(self.manifest(), self._segments)
-        if same:
-            # Read back from where it came from: memory is freed, the next save only
-            # writes what changes after this one.
+        if same or self._staged:
+            # Read back from where it came from (or from the store that took in what was
+            # staged on disk): memory is freed, the next save only writes what changes.
             self._set(segments)
+            for staging in self._staged:
+                staging.remove()
+            self._staged = []
         self._origin = (store, generation)
         return generation
 
@@ -404,7 +423,7 @@ class Index:
         all succeed."""
         rechunk = self._chunker_version != CHUNKER_VERSION
         stored = self._segments.sha256s()
-        meta = self._checked_metadata(metadata or {}, set(stored) | {s.doc_id for s in sources})
+        meta = check_metadata_of(metadata or {}, set(stored) | {s.doc_id for s in sources})
         if rechunk:
             # Chunks of another chunker version must not mix with new ones: re-chunk every
             # stored document (unchanged chunk texts keep their vectors).
@@ -413,22 +432,51 @@ class Index:
             sources = sources + [Source(d, docs[d].source_path, docs[d].kind, self.text(d),
                                         pages=docs[d].pages, converter=docs[d].converter)
                                  for d in stored if d not in named]
-        run = ingest(
-            sources, embedder=self.embedder, config=self.chunk_config,
-            recover_headings=self.recover_headings, encoding=self.encoding,
-            index_llm=self.index_llm, stored_sha256={} if rechunk else stored,
-            stored_vectors=self._stored_vectors, batch_bytes=batch_bytes, workers=workers,
-            progress=progress, started=started, executor=executor,
-        )
-        timings = {**run.timings, "index": 0.0}
-        t = time.perf_counter()
-        remove = [d for d in remove if d in stored]
-        staged, relabelled = self._labelled(run.staged, meta, set(remove))
-        if staged or remove:
+        scratch = self.staging_dir
+        if scratch is None and sources and source_bytes(sources) > SPILL_BYTES:
+            scratch = Path(tempfile.gettempdir())
+        staging: MemoryStaging | DiskStaging
+        if scratch is None:
+            staging = MemoryStaging(self.embedder.dimension)
+        else:
+            # A segment keeps its documents in doc id order: stream them in that order
+            # (the last of repeated ids wins, as in memory).
+            sources = sorted({s.doc_id: s for s in sources}.values(), key=lambda s: s.doc_id)
+            staging = DiskStaging(scratch, dimension=self.embedder.dimension,
+                                  config=self.vector_config)
+        labelled = Labelling(staging, meta, self._segments)
+        try:
+            run = ingest(
+                sources, embedder=self.embedder, config=self.chunk_config,
+                recover_headings=self.recover_headings, encoding=self.encoding,
+                index_llm=self.index_llm, stored_sha256={} if rechunk else stored,
+                stored_vectors=self._stored_vectors, batch_bytes=batch_bytes,
+                workers=workers, progress=progress, started=started, executor=executor,
+                staging=labelled,
+            )
+            timings = {**run.timings, "index": 0.0}
+            t = time.perf_counter()
+            remove = [d for d in remove if d in stored]
+            relabelled = self._segments.relabelled(meta, set(run.staged) | set(remove))
+            segments = self._segments
+            if isinstance(staging, DiskStaging):
+                # an empty staged segment (nothing new) is dropped by the next write
+                segments = segments.with_segment(staging.finish(), remove)
+                if relabelled:
+                    segments = segments.with_changes(list(relabelled.values()), ())
+            elif staging.documents or relabelled or remove:
+                segments = segments.with_changes(
+                    [*staging.documents.values(), *relabelled.values()], remove)
+        except BaseException:
+            staging.abort()
+            raise
+        if run.staged or relabelled or remove:
             # Commit in memory: nothing above mutated the index.
-            added = [d for d in staged if d not in stored]
-            updated = [d for d in staged if d in stored and d not in relabelled]
-            self._set(self._segments.with_changes(list(staged.values()), remove))
+            added = [d for d in run.staged if d not in stored]
+            updated = [d for d in run.staged if d in stored]
+            self._set(segments)
+            if isinstance(staging, DiskStaging):
+                self._staged.append(staging)
         else:
             added = updated = []
         self._chunker_version = CHUNKER_VERSION
@@ -440,45 +488,9 @@ class Index:
             relabelled=tuple(sorted(relabelled)),
             skipped=tuple(run.skipped), sections_skipped=run.sections_skipped,
             warnings=tuple(run.warnings),
-            chunks=self._segments.n_rows, embedded=run.embedded,
-            timings=timings,
+            chunks=self._segments.n_rows, embedded=run.embedded, reused=run.reused,
+            deduplicated=run.deduplicated, timings=timings,
         )
-
-    @staticmethod
-    def _checked_metadata(metadata: Mapping[str, Mapping[str, Any]], known: set[str]
-                          ) -> dict[str, dict[str, Any]]:
-        """Validated metadata (:func:`~.access.check_metadata`) for known doc ids only: a
-        mistyped id must not leave the document it meant unrestricted."""
-        unknown = sorted(d for d in metadata if d not in known)
-        if unknown:
-            shown = ", ".join(repr(d) for d in unknown[:3])
-            more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
-            raise ConfigError(f"metadata names documents that are neither indexed nor being "
-                              f"indexed: {shown}{more}")
-        return {d: check_metadata(m, where=f"metadata of {d!r}") for d, m in metadata.items()}
-
-    def _labelled(self, staged: Mapping[str, DocumentParts], meta: Mapping[str, dict[str, Any]],
-                  removed: set[str]) -> tuple[dict[str, DocumentParts], list[str]]:
-        """``staged`` with each document's metadata (new, else the stored one), plus the
-        stored documents whose metadata alone changed, restaged from their segments with
-        their chunks and vectors as they are; and the ids of the latter."""
-        segs = self._segments
-        out: dict[str, DocumentParts] = {}
-        for d, parts in staged.items():
-            kept = segs.segment_of(d).record(d).metadata if d in segs else {}
-            out[d] = dataclasses.replace(parts, record=dataclasses.replace(
-                parts.record, metadata=meta.get(d, kept)))
-        relabelled = []
-        for d, m in meta.items():
-            if d in out or d in removed or d not in segs:
-                continue
-            seg = segs.segment_of(d)
-            if seg.record(d).metadata != m:
-                parts = seg.parts(d)
-                out[d] = dataclasses.replace(parts, record=dataclasses.replace(
-                    parts.record, metadata=m))
-                relabelled.append(d)
-        return out, relabelled
 
     def _stored_vectors(self, doc_id: str) -> Iterable[tuple[str, np.ndarray]]:
         """``(embed_text, vector)`` of a stored document's chunks, for reuse on re-chunking."""
@@ -564,6 +576,7 @@ def update_directory(location: str | os.PathLike[str] | Store,
                         vector_config=vector_config, recover_headings=recover_headings,
                         encoding=encoding, index_llm=index_llm)
             switched = stale = False
+        idx.staging_dir = store.scratch()
         report = idx.update(paths, **update_options)
         if not (report.added or report.updated or report.unchanged):
             raise DocumentError(", ".join(str(p) for p in paths) or "(no paths)",

@@ -69,17 +69,19 @@ candidates re-scored exactly) or ``"hnsw"`` (FAISS
         return max(1, min(want, n_rows // 39 or 1))
 
 
-def build_approximate(vectors: np.ndarray, config: VectorIndexConfig, kind: str) -> Any:
-    """A FAISS index of ``kind`` (``"ivf"`` or ``"hnsw"``) over ``vectors``."""
+def build_approximate(vectors: Any, config: VectorIndexConfig, kind: str) -> Any:
+    """A FAISS index of ``kind`` (``"ivf"`` or ``"hnsw"``) over ``vectors``: a float32
+    array, or anything with its ``shape`` that slices and takes row lists like one (rows
+    read from a file in blocks, so the whole matrix is never in memory)."""
     import faiss
 
     index: Any
-    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    x = vectors  # an array, or rows read on demand (slices and row lists)
     n, d = x.shape
     if kind == "hnsw":
         index = faiss.IndexHNSWFlat(d, config.hnsw_m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = config.ef_construction
-        index.add(x)
+        index.add(np.ascontiguousarray(x[:], np.float32))
         return index
     nlist = config.lists_for(n)
     # 8-bit scalar-quantized lists: a quarter of the vectors' size to map and scan; the
@@ -92,12 +94,13 @@ def build_approximate(vectors: np.ndarray, config: VectorIndexConfig, kind: str)
     # vectors train in about a minute on two cores), seeded so that the same vectors always
     # give the same index.
     rng = np.random.default_rng(0)
-    sample = x if n <= 50 * nlist else x[np.sort(rng.choice(n, 50 * nlist, replace=False))]
+    sample = x[:] if n <= 50 * nlist else x[np.sort(rng.choice(n, 50 * nlist, replace=False))]
     index.cp.seed = 1234
     index.cp.niter = 20
-    index.train(sample)
+    index.train(np.ascontiguousarray(sample, np.float32))
+    del sample
     for lo in range(0, n, 65536):
-        index.add(x[lo:lo + 65536])
+        index.add(np.ascontiguousarray(x[lo:lo + 65536], np.float32))
     return index
 
 

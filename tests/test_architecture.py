@@ -47,7 +47,8 @@ LAYERS = [
      "embeddings.hashing", "embeddings.onnx", "embeddings.sentence_transformers",
      "embeddings.static", "embeddings.gemini", "embeddings.cache", "embeddings.factory",
      "embeddings", "llm.gemini", "llm.openai_compatible", "llm.factory", "llm"},
-    {"stores.records", "stores.segments", "stores.base", "stores.disk", "stores.local",
+    {"stores.records", "stores.segments", "stores.base", "stores.writer", "stores.disk",
+     "stores.staging", "stores.local",
      "stores.milvus_segment", "stores.milvus_schema", "stores.milvus", "stores"},
     {"derived", "corpus"},  # the reader retrieval is written against
     {"ranking", "rerank"},

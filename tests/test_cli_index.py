@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 SUMMARY = re.compile(
     r"^(?P<index>.+): (?P<added>\d+) added, (?P<updated>\d+) updated, "
     r"(?P<unchanged>\d+) unchanged, (?P<removed>\d+) removed, (?P<skipped>\d+) skipped; "
-    r"(?P<chunks>\d+) chunks \((?P<embedded>\d+) embedded\) in (?P<seconds>\d+\.\d)s "
+    r"(?P<chunks>\d+) chunks \((?P<embedded>\d+) embedded(, (?P<reused>\d+) reused)?"
+    r"(, (?P<deduplicated>\d+) deduplicated)?\) in (?P<seconds>\d+\.\d)s "
     r"\[(?P<documents>\d+) documents in index; \d+\.\ds total\]$"
 )
 
@@ -60,6 +61,7 @@ def test_index_twice_is_incremental(capsys, docs: Path, tmp_path: Path) -> None:
     assert _counts(second) == (0, 1, 2, 0, 0)
     assert second["chunks"] == first["chunks"]
     assert int(second["embedded"]) == 1  # only the edited section's chunk
+    assert int(second["reused"]) >= 1  # the document's other chunks kept their vectors
 
     code, third, _ = run_index(capsys, tmp_path, str(docs), "--embedder", "hash:64")
     assert _counts(third) == (0, 0, 3, 0, 0) and third["embedded"] == "0"

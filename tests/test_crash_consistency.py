@@ -97,7 +97,8 @@ def test_milvus_staged_rows_do_not_change_committed_answers(tmp_path: Path) -> N
     nxt.add_texts(texts_of(7, all_states[4]).items())
     segment = nxt._segments.slots[0][0]  # one in-memory segment
     store = open_store(loc)
-    store._write_segment("seg-000099", 99, [segment.parts(d) for d in sorted(nxt.documents)])
+    store._write_segment("seg-000099", 99, [segment.parts(d) for d in sorted(nxt.documents)],
+                         have=set())
     store.conn.client().flush(store.conn.chunks)
     assert [answer_key(idx.retrieve(q).to_dict()) for q in QUESTIONS] == before
 

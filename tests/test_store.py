@@ -191,20 +191,20 @@ def test_write_lock_waits_for_release(tmp_path: Path) -> None:
 # --- crash safety ------------------------------------------------------------------------
 _KILLED_WRITER = r"""
 import os, sys, time
-import proxy_pointer.stores.disk as disk
+import proxy_pointer.stores.writer as writer
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.index import update_directory
 
 stage, target, docs = sys.argv[1:4]
-real_meta, real_replace = disk._write_meta, os.replace
+real_fsync, real_replace = writer.fsync_path, os.replace
 
 def pause():
     print("WRITING", flush=True)
     time.sleep(120)
 
-def write_meta(path, docs):
-    real_meta(path, docs)
-    if stage == "partial":
+def fsync_path(path):
+    real_fsync(path)
+    if stage == "partial" and path.name == "meta.sqlite":
         with open(path, "r+b") as f:
             f.truncate(path.stat().st_size // 2)  # half a file on disk when we die
         pause()
@@ -214,7 +214,7 @@ def replace(src, dst):
         pause()  # the new generation is complete and renamed, CURRENT not swapped yet
     real_replace(src, dst)
 
-disk._write_meta = write_meta
+writer.fsync_path = fsync_path
 os.replace = replace
 update_directory(target, [docs], embedder=HashEmbedder(64), prune=True)
 print("DONE", flush=True)
@@ -250,8 +250,8 @@ def test_killed_writer_leaves_previous_generation(stage: str, saved: Path, docs:
     assert proc.returncode == -signal.SIGKILL
 
     segs = sorted(p.name for p in (saved / "segments").iterdir())
-    if stage == "partial":
-        assert any(n.startswith(".tmp-seg-000002") for n in segs)
+    if stage == "partial":  # the update's segment, half written where it was staged
+        assert list(saved.glob(".staging-*/.tmp-seg-*/meta.sqlite"))
     else:
         assert "gen-000002" in {p.name for p in saved.glob("gen-*")} and "seg-000002" in segs
     assert _gen(saved).name == "gen-000001"
@@ -270,6 +270,7 @@ def test_killed_writer_leaves_previous_generation(stage: str, saved: Path, docs:
     expected = "gen-000003" if stage == "commit" else "gen-000002"
     assert _gen(saved).name == expected
     assert not [p for p in (saved / "segments").iterdir() if p.name.startswith(".tmp-")]
+    assert not list(saved.glob(".staging-*"))  # the dead writer's and this one's
     assert sorted(p.name for p in (saved / "segments").iterdir()) == sorted(
         {p.name for p in _segments(saved)} | {"seg-000001"})
     assert sorted(Index.load(saved).documents) == ["harbor.md", "new.md", "observatory.md"]

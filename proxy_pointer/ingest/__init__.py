@@ -30,7 +30,14 @@ from .parsing import (
     parse_document,
     text_digest,
 )
-from .pipeline import DEFAULT_BATCH_BYTES, IngestProgress, IngestResult, UpdateReport, ingest
+from .pipeline import (
+    DEFAULT_BATCH_BYTES,
+    IngestProgress,
+    IngestResult,
+    UpdateReport,
+    ingest,
+    source_bytes,
+)
 from .ray import RAY_HINT, RayExecutor, start_ray
 
 __all__ = [
@@ -56,6 +63,7 @@ __all__ = [
     "ingest",
     "make_executor",
     "parse_document",
+    "source_bytes",
     "start_ray",
     "text_digest",
     "usable_cpus",

@@ -12,19 +12,24 @@ Python, CPU bound) while this process embeds batch ``i``; a
 several at a time. Reading, the SHA-256 checks and staging stay here, so the result is the
 same wherever the work ran.
 
-Only what the index will keep is staged (record, stored text, chunks, vectors); nothing is
-committed here: the caller swaps the staged documents in once every batch has succeeded.
+Only what the index will keep is staged (record, stored text, chunks, vectors), each
+document as soon as its batch is embedded, into a :class:`~proxy_pointer.stores.Staging`:
+in memory, or streamed into a segment on disk, so a build holds its batches and not its
+corpus. Identical chunk texts are embedded once per run: a later one takes the staged
+vector (read back by row). Nothing is committed here: the caller swaps the staged
+documents in once every batch has succeeded.
 
 >>> from proxy_pointer.chunking import ChunkConfig
 >>> from proxy_pointer.embeddings import HashEmbedder
 >>> run = ingest([Source("a.md", "a.md", text="# A\\n\\n" + "Apples grow on trees. " * 9)],
 ...              embedder=HashEmbedder(16), config=ChunkConfig())
->>> run.staged["a.md"].vectors.shape, run.embedded
+>>> run.staging.documents["a.md"].vectors.shape, run.embedded
 ((1, 16), 1)
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections import deque
@@ -34,19 +39,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..chunking import ChunkConfig
+from ..chunking import Chunk, ChunkConfig
 from ..convert import converter_for
 from ..documents import read_bytes, read_document
 from ..embeddings import Embedder
 from ..errors import ConfigError, DocumentError
 from ..stores import DocumentParts
+from ..stores.staging import MemoryStaging, Staging
 from .executor import EMBED_STEP, Batch, Executor, Job, LocalExecutor, embed_checked
 from .parsing import FailedDocument, ReadDocument, Source, bytes_digest, text_digest
 
 if TYPE_CHECKING:
     from ..llm.base import LLM
 
-__all__ = ["DEFAULT_BATCH_BYTES", "IngestProgress", "IngestResult", "UpdateReport", "ingest"]
+__all__ = ["DEFAULT_BATCH_BYTES", "IngestProgress", "IngestResult", "UpdateReport", "ingest",
+           "source_bytes"]
 
 #: Text per batch. Big enough that a batch's embedding calls are full (256 texts) and the
 #: per-batch overhead vanishes, small enough that the pipeline fills quickly and the raw
@@ -81,35 +88,47 @@ class IngestProgress:
 class IngestResult:
     """What :func:`ingest` staged and found: nothing in it has touched an index yet.
 
+    ``staging`` holds the staged documents (``staged``: their ids, in the order staged).
     ``skipped`` holds ``"path: problem"`` for unreadable files (and files their converter
     could not read: corrupt, encrypted, scanned), in the order given; ``warnings`` what
-    converters reported about files they did convert; ``embedded`` counts distinct texts
-    sent to the embedder.
+    converters reported about files they did convert. Of the staged chunks, ``embedded``
+    counts distinct texts sent to the embedder, ``reused`` chunks that kept the vector of
+    their document's stored chunk with the same text, ``deduplicated`` chunks whose text
+    another chunk of this run already had (so each is one or another of the three).
     """
 
-    staged: dict[str, DocumentParts] = field(default_factory=dict)
+    staging: Staging
+    staged: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     embedded: int = 0
+    reused: int = 0
+    deduplicated: int = 0
     sections_skipped: int = 0
     timings: dict[str, float] = field(default_factory=lambda: {
-        "convert": 0.0, "tree": 0.0, "chunking": 0.0, "embedding": 0.0, "waiting": 0.0})
+        "read": 0.0, "convert": 0.0, "tree": 0.0, "tokenize": 0.0, "chunking": 0.0,
+        "embedding": 0.0, "waiting": 0.0, "staging": 0.0})
 
 
 @dataclass(frozen=True)
 class UpdateReport:
-    """What one build or update did. ``embedded`` counts texts sent to the embedder.
+    """What one build or update did. Of the chunks of added and changed documents,
+    ``embedded`` counts the distinct texts sent to the embedder, ``reused`` the chunks that
+    kept their stored vector (same text, same document), ``deduplicated`` the chunks whose
+    text was already embedded or reused in this run (boilerplate repeated across files).
 
     ``duplicates`` pairs each added or changed document whose text is byte-identical to
     another indexed one with that document (retrieval hands identical sections over once,
     naming the copies in ``Section.also_in``).
 
-    ``timings``: seconds spent on ``convert`` (PDF, HTML, Word to Markdown), ``tree`` (and
-    line token counts) and ``chunking`` (these three summed over worker processes when
-    parsing ran in a pool, so they can exceed the wall time),
-    ``embedding``, ``waiting`` (the embedder idle, waiting for parsed batches), ``index``
-    (assembling the new contents) and, for :func:`update_directory`, ``write``.
+    ``timings``: seconds spent on ``read`` (reading and hashing files), ``convert`` (PDF,
+    HTML, Word to Markdown), ``tree`` (and line token counts), ``tokenize`` (the part of
+    tree and chunking spent counting tokens) and ``chunking`` (these four summed over
+    worker processes when parsing ran in a pool, so they can exceed the wall time),
+    ``embedding``, ``waiting`` (the embedder idle, waiting for parsed batches),
+    ``staging`` (writing staged documents), ``index`` (assembling the new contents) and,
+    for :func:`update_directory`, ``write`` (committing).
     """
 
     added: tuple[str, ...] = ()
@@ -123,6 +142,8 @@ class UpdateReport:
     relabelled: tuple[str, ...] = ()  # unchanged documents whose metadata alone changed
     chunks: int = 0
     embedded: int = 0
+    reused: int = 0
+    deduplicated: int = 0
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -132,7 +153,10 @@ class UpdateReport:
             f"{len(self.added)} added, {len(self.updated)} updated, "
             f"{len(self.unchanged)} unchanged, {len(self.removed)} removed, "
             f"{len(self.skipped)} skipped; {self.chunks} chunks "
-            f"({self.embedded} embedded) in {self.seconds:.1f}s"
+            f"({self.embedded} embedded"
+            + (f", {self.reused} reused" if self.reused else "")
+            + (f", {self.deduplicated} deduplicated" if self.deduplicated else "")
+            + f") in {self.seconds:.1f}s"
             + (f"; metadata changed for {len(self.relabelled)}" if self.relabelled else "")
             + (f"; {len(self.duplicates)} duplicate documents" if self.duplicates else "")
             + (f"; {len(self.warnings)} warning{'s' * (len(self.warnings) != 1)}"
@@ -150,13 +174,17 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
            stored_vectors: Callable[[str], Iterable[tuple[str, np.ndarray]]] | None = None,
            batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
            progress: Callable[[IngestProgress], None] | None = None,
-           started: float | None = None, executor: Executor | None = None) -> IngestResult:
+           started: float | None = None, executor: Executor | None = None,
+           staging: Staging | None = None) -> IngestResult:
     """Read, parse and embed ``sources`` batch by batch; returns what to commit.
 
     A document whose text hashes to its ``stored_sha256`` entry is unchanged and not parsed.
     ``stored_vectors(doc_id)`` yields ``(embed_text, vector)`` of a stored document's
     current chunks: once that document is re-parsed, its unchanged chunk texts reuse those
     vectors. Texts are embedded once per run, however many documents share them.
+    Documents are staged into ``staging`` as their batches finish (default: a
+    :class:`~proxy_pointer.stores.staging.MemoryStaging`; a disk one wants them in
+    ascending doc id order, the order of ``sources``).
 
     ``batch_bytes`` bounds the text per batch (at least one file; an executor may ask for
     smaller ones). ``executor`` parses the batches (``None``: ``LocalExecutor(workers)``,
@@ -182,7 +210,8 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
         raise ConfigError(f"workers={workers!r} is for the default executor; give the "
                           "executor its workers instead")
     run = _Run(embedder, encoding, stored_sha256 or {}, stored_vectors, progress,
-               time.perf_counter() if started is None else started)
+               time.perf_counter() if started is None else started,
+               MemoryStaging(embedder.dimension) if staging is None else staging)
     batches = _plan(sources, batch_bytes)
     run.total_docs = len(sources)
     run.total_bytes = sum(size for batch in batches for _, size in batch)
@@ -198,7 +227,9 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
         run.report()
         for i in range(len(batches) + 1):
             if i < len(batches):
+                t = time.perf_counter()
                 docs = run.read(batches[i])
+                run.result.timings["read"] += time.perf_counter() - t
                 stored = run.stored(docs)
                 handle = pool.submit(docs, skip=frozenset(text for text, _ in stored))
                 flight.append((docs, stored, len(batches[i]),
@@ -210,20 +241,29 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
     return run.result
 
 
+def _size(src: Source) -> int:
+    """Bytes of a source's text: in memory, else its file's size from ``stat`` (0 if it
+    fails: the read reports the problem)."""
+    if src.text is not None:
+        return len(src.text.encode("utf-8", "surrogatepass"))
+    try:
+        return os.stat(src.source_path).st_size
+    except OSError:
+        return 0
+
+
+def source_bytes(sources: Sequence[Source]) -> int:
+    """Bytes of text ``sources`` hold (what :class:`IngestProgress` counts)."""
+    return sum(_size(s) for s in sources)
+
+
 def _plan(sources: Sequence[Source], batch_bytes: int) -> list[list[tuple[Source, int]]]:
-    """Consecutive batches of ``(source, size)``; sizes from ``stat`` (0 if it fails: the
-    read reports the problem)."""
+    """Consecutive batches of ``(source, size)``."""
     batches: list[list[tuple[Source, int]]] = []
     batch: list[tuple[Source, int]] = []
     total = 0
     for src in sources:
-        if src.text is not None:
-            size = len(src.text.encode("utf-8"))
-        else:
-            try:
-                size = os.stat(src.source_path).st_size
-            except OSError:
-                size = 0
+        size = _size(src)
         if batch and (total + size > batch_bytes or len(batch) >= DEFAULT_BATCH_FILES):
             batches.append(batch)
             batch, total = [], 0
@@ -239,14 +279,18 @@ class _Run:
 
     def __init__(self, embedder: Embedder, encoding: str, stored_sha256: Mapping[str, str],
                  stored_vectors: Callable[[str], Iterable[tuple[str, np.ndarray]]] | None,
-                 progress: Callable[[IngestProgress], None] | None, started: float) -> None:
+                 progress: Callable[[IngestProgress], None] | None, started: float,
+                 staging: Staging) -> None:
         self.embedder, self.encoding = embedder, encoding
         self.stored_sha256, self.stored_vectors = stored_sha256, stored_vectors
         self.progress, self.started = progress, started
-        self.result = IngestResult()
-        # embed_text -> vector: from re-parsed documents' stored chunks, and from this run.
+        self.result = IngestResult(staging)
+        self.staging = staging
+        # embed_text -> vector, from re-parsed documents' stored chunks
         self.known: dict[str, np.ndarray] = {}
-        self.fresh: dict[str, np.ndarray] = {}
+        # digest of an embed_text -> the staged row holding its vector (a digest, not the
+        # text, so a million distinct chunks cost tens of megabytes here)
+        self.fresh: dict[bytes, int] = {}
         self.total_docs = self.total_bytes = 0
         self.docs_done = self.bytes_done = self.chunks_done = 0
 
@@ -323,40 +367,75 @@ class _Run:
             pairs.append((doc, p))
             timings["convert"] += p.convert_seconds
             timings["tree"] += p.tree_seconds
+            timings["tokenize"] += getattr(p, "token_seconds", 0.0)
             timings["chunking"] += p.chunk_seconds
             self.result.sections_skipped += p.sections_skipped
             self.result.warnings.extend(p.warnings)
-        todo = sorted({c.embed_text for _, p in pairs for c in p.chunks
-                       if c.embed_text not in self.known and c.embed_text not in self.fresh})
+        keys = {c.embed_text: _key(c.embed_text) for _, p in pairs for c in p.chunks}
+        todo = sorted(text for text, key in keys.items()
+                      if text not in self.known and key not in self.fresh)
         t = time.perf_counter()
         given = dict(zip(batch.texts, batch.vectors, strict=True))
-        self.fresh.update((text, given[text]) for text in todo if text in given)
+        new = {text: given[text] for text in todo if text in given}
         here = [text for text in todo if text not in given]
         self.result.embedded += len(todo) - len(here)
         for start in range(0, len(here), EMBED_STEP):
             step = here[start:start + EMBED_STEP]
-            self.fresh.update(zip(step, embed_checked(self.embedder, step), strict=True))
+            new.update(zip(step, embed_checked(self.embedder, step), strict=True))
             self.result.embedded += len(step)
             done = min(start + EMBED_STEP, len(here))
             self.report(self.bytes_done + batch_size * done // (len(here) + 1))
         timings["embedding"] += time.perf_counter() - t
-        d = self.embedder.dimension
+        t = time.perf_counter()
         for doc, p in pairs:
-            vecs = (np.stack([self._vector(c.embed_text) for c in p.chunks]) if p.chunks
-                    else np.zeros((0, d), np.float32))
             text = doc.text if p.text is None else p.text
-            self.result.staged[p.record.doc_id] = DocumentParts(p.record, text, p.chunks,
-                                                                vecs, p.tree_json)
-            # Later batches find this run's vectors in the staged array, so the embedder's
-            # output arrays can be freed (one copy of each vector is kept, not two).
-            for c, v in zip(p.chunks, vecs, strict=True):
-                if c.embed_text in self.fresh:
-                    self.fresh[c.embed_text] = v
+            vecs, firsts = self._vectors(p.chunks, keys, new)
+            row0 = self.staging.add(DocumentParts(p.record, text, p.chunks, vecs, p.tree_json))
+            for i in firsts:
+                self.fresh[keys[p.chunks[i].embed_text]] = row0 + i
+            self.result.staged.append(p.record.doc_id)
             self.chunks_done += len(p.chunks)
+        timings["staging"] += time.perf_counter() - t
         self.docs_done += n_docs
         self.bytes_done += batch_size
         self.report()
 
-    def _vector(self, text: str) -> np.ndarray:
-        vec = self.known.get(text)
-        return self.fresh[text] if vec is None else vec
+    def _vectors(self, chunks: Sequence[Chunk], keys: Mapping[str, bytes],
+                 new: dict[str, np.ndarray]) -> tuple[np.ndarray, list[int]]:
+        """The vectors of one document's chunks, and the chunks that are the first of this
+        run to use a text embedded in their batch (``new``: taken from it as used). A
+        text's vector is its stored one, else the one embedded (or staged) in this run."""
+        vecs = np.zeros((len(chunks), self.embedder.dimension), np.float32)
+        firsts: list[int] = []
+        here: dict[str, int] = {}  # text -> its first chunk in this document
+        staged: list[tuple[int, int]] = []  # (chunk, staged row of its text)
+        copies: list[tuple[int, int]] = []  # (chunk, earlier chunk of the same text)
+        for i, c in enumerate(chunks):
+            text = c.embed_text
+            vec = self.known.get(text)
+            if vec is not None:
+                vecs[i] = vec
+                self.result.reused += 1
+            elif text in here:
+                copies.append((i, here[text]))
+                self.result.deduplicated += 1
+            elif text in new:
+                vecs[i] = new.pop(text)
+                here[text] = i
+                firsts.append(i)
+            else:
+                here[text] = i
+                staged.append((i, self.fresh[keys[text]]))
+                self.result.deduplicated += 1
+        if staged:
+            read = self.staging.vectors([row for _, row in staged])
+            for (i, _), vec in zip(staged, read, strict=True):
+                vecs[i] = vec
+        for i, j in copies:
+            vecs[i] = vecs[j]
+        return vecs, firsts
+
+
+def _key(text: str) -> bytes:
+    """A 16-byte digest of a chunk text: collisions are out of reach (2^-64 at 2^32 texts)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..chunking import CHUNKER_VERSION, ChunkConfig
@@ -161,6 +162,12 @@ class Store(Protocol):
     def open(self, *, expect_embedder: str | None = None,
              expect_dimension: int | None = None) -> OpenedIndex:
         """The committed generation; :class:`IndexMismatchError` for another embedder."""
+        ...
+
+    def scratch(self) -> Path:
+        """A folder for a writer's scratch files (a segment staged by an update), on the
+        store's own file system where it has one, so that committing links files rather
+        than copying them. The writer deletes what it puts there."""
         ...
 
     def write(self, manifest: Manifest, segments: SegmentSet) -> tuple[str, SegmentSet]:

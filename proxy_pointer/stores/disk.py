@@ -25,8 +25,6 @@ FAISS and bm25s parsers), and every failure is an :class:`IndexCorruptError` nam
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -40,110 +38,13 @@ import numpy as np
 from ..chunking import Chunk
 from ..errors import DocumentError, IndexCorruptError
 from ..lexical import LexicalIndex
-from ..tree import Tree, normalize_title
+from ..tree import Tree
 from ..vectors import VectorIndex, VectorIndexConfig, build_approximate, open_approximate
 from .records import DocumentRecord
-from .segments import DocumentParts, Pointer, chunk_crumbs, remember
+from .segments import DocumentParts, Pointer, remember
+from .writer import APPROX, CHUNK_COLS, INFO, LEXICAL, META, VECTORS, NpyRows
 
-__all__ = ["DiskSegment", "fsync_path", "write_segment"]
-
-SEGMENT_FORMAT = 1
-_META, _VECTORS, _LEXICAL, _INFO = "meta.sqlite", "vectors.npy", "bm25", "segment.json"
-_APPROX = {"ivf": "ivf.faiss", "hnsw": "hnsw.faiss"}
-_CHUNK_COLS = ("doc_id, node_id, title, path, start_char, end_char, start_line, end_line, "
-               "own_start, own_end, section_start, section_end")
-
-
-def fsync_path(path: Path) -> None:
-    """Flush a file or a folder (its entries) to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_segment(folder: Path, docs: Sequence[DocumentParts], *, dimension: int,
-                  config: VectorIndexConfig, lexical: LexicalIndex | None = None,
-                  approximate: Any = None) -> None:
-    """Write ``docs`` (in row order) as a segment at ``folder``, atomically.
-
-    Files go to a temporary sibling folder, are flushed, then the folder is renamed into
-    place. ``lexical``/``approximate`` reuse indexes already built over the same rows.
-    """
-    tmp = folder.with_name(f".tmp-{folder.name}-{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    n = sum(len(d.chunks) for d in docs)
-    parts = [np.asarray(d.vectors, np.float32) for d in docs if len(d.chunks)]
-    vectors = np.concatenate(parts) if parts else np.zeros((0, dimension), np.float32)
-    with open(tmp / _VECTORS, "wb") as f:
-        np.save(f, np.ascontiguousarray(vectors, np.float32), allow_pickle=False)
-        f.flush()
-        os.fsync(f.fileno())
-    _write_meta(tmp / _META, docs)
-    if n:
-        if lexical is None or lexical.n_rows != n:
-            lexical = LexicalIndex.build([c.embed_text for d in docs for c in d.chunks])
-        lexical.save(tmp / _LEXICAL)
-        for p in (tmp / _LEXICAL).iterdir():
-            fsync_path(p)
-    kind = config.approximate_kind(n)
-    if kind is not None and n:
-        import faiss
-
-        index = approximate if approximate is not None else build_approximate(vectors, config,
-                                                                              kind)
-        faiss.write_index(index, str(tmp / _APPROX[kind]))
-    files = {str(p.relative_to(tmp)): p.stat().st_size for p in sorted(tmp.rglob("*"))
-             if p.is_file()}
-    info = {"format": SEGMENT_FORMAT, "rows": n, "documents": len(docs),
-            "dimension": dimension, "approximate": kind if n else None, "files": files}
-    with open(tmp / _INFO, "w", encoding="utf-8") as f:
-        json.dump(info, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    fsync_path(tmp)
-    os.rename(tmp, folder)
-
-
-def _write_meta(path: Path, docs: Sequence[DocumentParts]) -> None:
-    con = sqlite3.connect(path)
-    try:
-        con.execute("PRAGMA journal_mode=OFF")
-        con.execute("PRAGMA synchronous=OFF")
-        con.execute(
-            "CREATE TABLE documents (doc_id TEXT PRIMARY KEY, source_path TEXT, size INTEGER,"
-            " sha256 TEXT, kind TEXT, title TEXT, n_chunks INTEGER, line_tokens BLOB,"
-            " row_lo INTEGER, row_hi INTEGER, tree TEXT, pages BLOB, converter TEXT,"
-            " metadata TEXT)")
-        con.execute(
-            f"CREATE TABLE chunks (row INTEGER PRIMARY KEY, {_CHUNK_COLS}, crumbs TEXT,"
-            " norm TEXT, embed_text TEXT)")
-        row = 0
-        for d in docs:
-            r = d.record
-            con.execute(
-                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (r.doc_id, r.source_path, r.size, r.sha256, r.kind, r.title, r.n_chunks,
-                 np.asarray(r.line_tokens, "<i4").tobytes(), row, row + len(d.chunks),
-                 d.tree_json, np.asarray(r.pages, "<i4").tobytes(), r.converter,
-                 json.dumps(r.metadata, ensure_ascii=False) if r.metadata else None))
-            rows = []
-            for c in d.chunks:
-                crumbs = chunk_crumbs(c, r.title)
-                rows.append((row, c.doc_id, c.node_id, c.title, json.dumps(c.path),
-                             c.start_char, c.end_char, c.start_line, c.end_line, c.own_start,
-                             c.own_end, c.section_start, c.section_end, json.dumps(crumbs),
-                             "\x1f".join(normalize_title(t) for t in crumbs), c.embed_text))
-                row += 1
-            con.executemany(f"INSERT INTO chunks VALUES ({','.join('?' * 16)})", rows)
-        con.commit()
-    finally:
-        con.close()
-    fsync_path(path)
-
+__all__ = ["DiskSegment"]
 
 class DiskSegment:
     """A saved segment, opened without reading its contents (see the module docstring).
@@ -156,7 +57,7 @@ class DiskSegment:
         self.folder = folder
         self.name = folder.name
         self._source = source
-        info_path = folder / _INFO
+        info_path = folder / INFO
         try:
             info = json.loads(info_path.read_text(encoding="utf-8"))
             self._rows = int(info["rows"])
@@ -201,7 +102,7 @@ class DiskSegment:
 
     # --- opening ------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
-        path = self.folder / _META
+        path = self.folder / META
         uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
         try:
             con = sqlite3.connect(uri, uri=True, check_same_thread=False)
@@ -214,10 +115,10 @@ class DiskSegment:
         return con
 
     def _open_vectors(self) -> np.ndarray:
-        path = self.folder / _VECTORS
+        path = self.folder / VECTORS
         try:
             v = np.load(path, mmap_mode="r" if self._rows else None, allow_pickle=False)
-            self._reader = _RowReader(path) if self._rows and self._approx else None
+            self._reader = NpyRows(path) if self._rows and self._approx else None
         except (ValueError, OSError, EOFError, TokenError) as e:  # TokenError: a bad header
             raise IndexCorruptError(f"{path}: unreadable ({e})") from None
         if v.dtype != np.float32 or v.shape != (self._rows, self.dimension):
@@ -230,7 +131,7 @@ class DiskSegment:
             try:
                 return self._con.execute(sql, args).fetchall()
             except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
-                raise IndexCorruptError(f"{self.folder / _META}: unreadable ({e})") from None
+                raise IndexCorruptError(f"{self.folder / META}: unreadable ({e})") from None
 
     # --- documents ----------------------------------------------------------------------
     @property
@@ -262,7 +163,7 @@ class DiskSegment:
         except ValueError:
             meta = None
         if not isinstance(meta, dict):
-            raise IndexCorruptError(f"{self.folder / _META}: metadata of {doc_id} is not a "
+            raise IndexCorruptError(f"{self.folder / META}: metadata of {doc_id} is not a "
                                     "JSON object")
         return meta
 
@@ -287,7 +188,7 @@ class DiskSegment:
                                + " FROM documents WHERE doc_id = ?", (doc_id,))
             if not rows:
                 if doc_id in self._doc_table():  # listed, yet not found by its key
-                    raise IndexCorruptError(f"{self.folder / _META}: the record of {doc_id} "
+                    raise IndexCorruptError(f"{self.folder / META}: the record of {doc_id} "
                                             "cannot be found (a damaged table index)")
                 raise KeyError(doc_id)
             d, path, size, sha, kind, title, n, lt, pages, conv, meta = rows[0]
@@ -299,7 +200,7 @@ class DiskSegment:
                                      if pages else (), converter=conv or "",
                                      metadata=self._metadata(meta, d))
             except (TypeError, ValueError):  # counts stored as text, not packed integers
-                raise IndexCorruptError(f"{self.folder / _META}: the record of {doc_id} is "
+                raise IndexCorruptError(f"{self.folder / META}: the record of {doc_id} is "
                                         "damaged (its line or page counts)") from None
             with self._cache_lock:
                 remember(self._records, doc_id, rec, 256)
@@ -324,7 +225,7 @@ class DiskSegment:
         try:
             return Tree.from_json(raw, text=self.text(doc_id))
         except (IndexCorruptError, DocumentError) as e:
-            raise IndexCorruptError(f"{self.folder / _META}: tree of {doc_id}: {e}") from None
+            raise IndexCorruptError(f"{self.folder / META}: tree of {doc_id}: {e}") from None
 
     def pointers(self, rows: Sequence[int]) -> list[Pointer]:
         found = self._rows_where("doc_id, node_id, start_char, start_line, end_line", rows)
@@ -340,7 +241,7 @@ class DiskSegment:
         if (doc_id not in self._doc_table() or not (node_id is None or _is_node_id(node_id))
                 or not all(type(v) is int for v in ints)
                 or not all(type(t) is str for t in texts)):
-            raise IndexCorruptError(f"{self.folder / _META}: chunk row {row} is damaged "
+            raise IndexCorruptError(f"{self.folder / META}: chunk row {row} is damaged "
                                     f"({doc_id!r}, {node_id!r}, {list(ints)!r})"[:300])
 
     def doc_rows(self, doc_id: str) -> np.ndarray:
@@ -358,11 +259,11 @@ class DiskSegment:
             for rec in self._query(sql, part):
                 out[rec[0]] = rec[1:]
         if len(out) != len(want):
-            raise IndexCorruptError(f"{self.folder / _META}: chunk rows missing")
+            raise IndexCorruptError(f"{self.folder / META}: chunk rows missing")
         return out
 
     def chunks(self, rows: Sequence[int]) -> list[Chunk]:
-        found = self._rows_where(_CHUNK_COLS + ", embed_text", rows)
+        found = self._rows_where(CHUNK_COLS + ", embed_text", rows)
         out = []
         for r in rows:
             (doc_id, node_id, title, path, sc, ec, sl, el, os_, oe, ss, se,
@@ -391,7 +292,7 @@ class DiskSegment:
         except (ValueError, TypeError):
             items = None
         if not isinstance(items, list) or not all(isinstance(t, str) for t in items):
-            raise IndexCorruptError(f"{self.folder / _META}: chunk row {row} is damaged "
+            raise IndexCorruptError(f"{self.folder / META}: chunk row {row} is damaged "
                                     f"(titles {str(raw)[:80]!r})")
         return tuple(items)
 
@@ -411,7 +312,7 @@ class DiskSegment:
             pre = None
             kind = self._approx if config.kind in ("auto", self._approx) else None
             if kind is not None and self._rows:
-                pre = open_approximate(self.folder / _APPROX[kind], self._rows, self.dimension)
+                pre = open_approximate(self.folder / APPROX[kind], self._rows, self.dimension)
             elif config.kind == "hnsw" and self._rows:
                 pre = build_approximate(self._vectors, config, "hnsw")
             self._vindex = VectorIndex(self._vectors, config, prebuilt=pre,
@@ -420,7 +321,7 @@ class DiskSegment:
 
     def lexical(self) -> LexicalIndex:
         if self._lexical is None:
-            self._lexical = (LexicalIndex.load(self.folder / _LEXICAL, self._rows)
+            self._lexical = (LexicalIndex.load(self.folder / LEXICAL, self._rows)
                              if self._rows else LexicalIndex.build([]))
         return self._lexical
 
@@ -441,47 +342,3 @@ def _is_node_id(node_id: Any) -> bool:
     """Whether ``node_id`` is spelled as a tree's node ids are (``preamble``, ``0003``)."""
     return type(node_id) is str and (node_id == "preamble"
                                      or (node_id.isascii() and node_id.isdigit()))
-
-
-def _npy_layout(path: Path) -> tuple[int, tuple[int, ...], np.dtype]:
-    """``(data offset, shape, dtype)`` of a C-order numeric ``.npy`` file (never unpickles)."""
-    with open(path, "rb") as f:
-        major, _ = np.lib.format.read_magic(f)
-        read_header = (np.lib.format.read_array_header_1_0 if major == 1
-                       else np.lib.format.read_array_header_2_0)
-        shape, fortran, dtype = read_header(f)
-        if fortran or dtype.hasobject:
-            raise ValueError("not a C-order numeric array")
-        offset = f.tell()
-        if os.fstat(f.fileno()).st_size < offset + int(np.prod(shape)) * dtype.itemsize:
-            raise ValueError(f"file shorter than its {shape} {dtype} array")
-    return offset, tuple(shape), dtype
-
-
-class _RowReader:
-    """Rows of a 2-D ``.npy`` read with ``pread``: random access without mapping the file.
-
-    A segment searched through its IVF index reads only the few hundred rows it re-scores
-    per query; reading them, rather than faulting them in through a map, keeps the file's
-    pages out of the process (they stay in the shared page cache).
-    """
-
-    def __init__(self, path: Path) -> None:
-        self._offset, shape, dtype = _npy_layout(path)
-        self._fd = os.open(path, os.O_RDONLY)
-        self._n, self._d = shape
-        self._dtype = dtype
-        self._row = self._d * dtype.itemsize
-
-    def __call__(self, rows: np.ndarray) -> np.ndarray:
-        out = np.empty((len(rows), self._d), self._dtype)
-        view = out.data.cast("B")
-        for i, r in enumerate(np.asarray(rows, np.int64).tolist()):
-            if not 0 <= r < self._n:
-                raise IndexError(f"row {r} out of range")
-            os.preadv(self._fd, [view[i * self._row:(i + 1) * self._row]],
-                      self._offset + r * self._row)
-        return out
-
-    def close(self) -> None:
-        os.close(self._fd)

@@ -39,10 +39,11 @@ from typing import Any
 
 from ..errors import IndexCorruptError, IndexLockedError, IndexMismatchError, IndexNotFoundError
 from .base import SCHEMA_VERSION, Manifest, OpenedIndex
-from .disk import DiskSegment, fsync_path, write_segment
-from .segments import DocumentParts, MemorySegment, SegmentSet, plan_write
+from .disk import DiskSegment
+from .segments import MemorySegment, PlannedSegment, Segment, SegmentSet, plan_write
+from .writer import fsync_path, write_segment
 
-__all__ = ["GRACE_SECONDS", "LocalStore", "current_generation",
+__all__ = ["GRACE_SECONDS", "JOIN_ROWS", "LocalStore", "current_generation",
            "index_size_bytes", "write_lock"]
 
 _CURRENT = "CURRENT"
@@ -50,6 +51,9 @@ _SEGMENTS, _SOURCES = "segments", "sources"
 _MAX_NAME = 64  # a generation's or segment's name ("gen-000007"); longer is not a file name
 #: Seconds a superseded generation's files are kept for readers that still use it.
 GRACE_SECONDS = 600.0
+#: Rows of a staged segment that are rewritten with segments being merged rather than
+#: linked in beside them (a few seconds of work).
+JOIN_ROWS = 50_000
 
 
 # --- locking ----------------------------------------------------------------------------
@@ -223,6 +227,11 @@ class LocalStore:
             raise IndexCorruptError(f"{path}: stored copy is damaged ({e})") from None
 
     # --- writing ------------------------------------------------------------------------
+    def scratch(self) -> Path:
+        """The index directory itself: a staged segment there is linked into place."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        return self.directory
+
     def write(self, manifest: Manifest, segments: SegmentSet) -> tuple[str, SegmentSet]:
         """Write what is new in ``segments`` and commit it as a generation (lock held).
 
@@ -238,7 +247,8 @@ class LocalStore:
         next_seg = max([_generation_number(p.name) for p in seg_dir.glob("seg-*")] + [0]) + 1
 
         listed: list[tuple[str, list[str]]] = []
-        merge: list[DocumentParts] = []
+        merge: list[tuple[str, Segment]] = []  # (doc_id, segment) of documents to rewrite
+        adoptable: list[PlannedSegment] = []
         for planned in plan_write(segments, lambda s: isinstance(s, DiskSegment)
                                   and s.folder.parent == seg_dir):
             seg = planned.segment
@@ -247,22 +257,33 @@ class LocalStore:
             if planned.keep and fits:
                 listed.append((seg.name, sorted(planned.deleted)))
             elif (isinstance(seg, DiskSegment) and not planned.ours and fits
-                  and not planned.deleted):
-                name = f"seg-{next_seg:06d}"
-                next_seg += 1
-                self._adopt(seg, seg_dir / name)
-                listed.append((name, []))
+                  and not planned.deleted and not planned.merge):
+                adoptable.append(planned)  # a finished segment (staged by an update)
             else:
-                merge.extend(planned.live_parts())
+                merge.extend((d, seg) for d in planned.live_ids())
+        # A segment written elsewhere is linked in as it is, unless segments are being
+        # rewritten anyway and it is small (JOIN_ROWS) or no bigger than they are: it then
+        # joins them, so an update that rewrites gives one segment in doc id order.
+        rewritten = len(merge) and sum(len(seg.doc_rows(d)) for d, seg in merge)
+        for planned in adoptable:
+            if rewritten and planned.live <= max(rewritten, JOIN_ROWS):
+                merge.extend((d, planned.segment) for d in planned.live_ids())
+                continue
+            name = f"seg-{next_seg:06d}"
+            next_seg += 1
+            assert isinstance(planned.segment, DiskSegment)
+            self._adopt(planned.segment, seg_dir / name)
+            listed.append((name, []))
         if merge:
-            merge.sort(key=lambda p: p.record.doc_id)
-            for p in merge:
-                self._store_source(p.record.sha256, p.text)
+            merge.sort(key=lambda m: m[0])
+            for d, seg in merge:
+                self._store_source(seg.record(d).sha256, seg.text(d))
             name = f"seg-{next_seg:06d}"
             mem = [s for s, _ in segments.slots if isinstance(s, MemorySegment)]
             lexical = (mem[0].built_lexical() if len(mem) == 1 and _same_order(mem[0], merge)
                        else None)
-            write_segment(seg_dir / name, merge, dimension=manifest.embedder.dimension,
+            write_segment(seg_dir / name, (seg.parts(d) for d, seg in merge),
+                          dimension=manifest.embedder.dimension,
                           config=manifest.vector_index, lexical=lexical)
             listed.append((name, []))
         fsync_path(src_dir)
@@ -359,11 +380,15 @@ class LocalStore:
                 p.unlink(missing_ok=True)
         for p in directory.glob(".tmp-gen-*"):
             shutil.rmtree(p, ignore_errors=True)
+        # Segments staged by writers that died (ours are deleted once committed).
+        for p in directory.glob(".staging-*"):
+            if p.name.split("-")[1] != str(os.getpid()):
+                shutil.rmtree(p, ignore_errors=True)
 
 
-def _same_order(seg: MemorySegment, merge: list[DocumentParts]) -> bool:
+def _same_order(seg: MemorySegment, merge: list[tuple[str, Segment]]) -> bool:
     """Whether ``merge`` is exactly ``seg``'s documents in its row order."""
-    return [p.record.doc_id for p in merge] == [p.record.doc_id for p in seg.documents]
+    return [d for d, _ in merge] == [p.record.doc_id for p in seg.documents]
 
 
 def _mtime(path: Path) -> float:

@@ -51,7 +51,8 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from ..errors import (
@@ -73,7 +74,7 @@ from .milvus_segment import (
     quote,
     segment_number,
 )
-from .segments import DocumentParts, SegmentSet, plan_write
+from .segments import DocumentParts, Segment, SegmentSet, plan_write
 
 __all__ = ["GRACE_SECONDS", "MilvusStore", "parse_location"]
 
@@ -255,6 +256,12 @@ class MilvusStore:
                 self._write_lease(me)
 
     # --- writing ------------------------------------------------------------------------
+    def scratch(self) -> Path:
+        """The system's temporary folder: a staged segment is read from there and inserted."""
+        import tempfile
+
+        return Path(tempfile.gettempdir())
+
     def write(self, manifest: Manifest, segments: SegmentSet) -> tuple[str, SegmentSet]:
         """Write what is new in ``segments`` as one Milvus segment and commit a generation
         by moving the alias (lock held)."""
@@ -269,18 +276,20 @@ class MilvusStore:
         next_seg = self._max_segment() + 1
 
         listed: list[tuple[str, int, list[str]]] = []
-        merge: list[DocumentParts] = []
+        merge: list[tuple[str, Segment]] = []  # (doc_id, segment) of documents to rewrite
         for planned in plan_write(segments, lambda s: isinstance(s, MilvusSegment)
                                   and s.conn.location == c.location):
             seg = planned.segment
             if planned.keep:
                 listed.append((seg.name, seg.n_rows, sorted(planned.deleted)))
             else:
-                merge.extend(planned.live_parts())
+                merge.extend((d, seg) for d in planned.live_ids())
         if merge:
-            merge.sort(key=lambda p: p.record.doc_id)
+            merge.sort(key=lambda m: m[0])
             name = f"seg-{next_seg:06d}"
-            rows = self._write_segment(name, next_seg, merge)
+            have = self._stored_sources({seg.record(d).sha256 for d, seg in merge})
+            rows = self._write_segment(name, next_seg, (seg.parts(d) for d, seg in merge),
+                                       have=have)
             listed.append((name, rows, []))
         for coll in (c.chunks, c.docs, c.blobs, c.terms):
             c.call(f"flushing {coll}", c.client().flush, coll)
@@ -312,14 +321,16 @@ class MilvusStore:
             best = max(best, segment_number(r["segment"]))
         return best
 
-    def _write_segment(self, name: str, number: int, docs: Sequence[DocumentParts]) -> int:
-        """Insert ``docs`` (in row order) as segment ``name``; returns its row count."""
+    def _write_segment(self, name: str, number: int, docs: Iterable[DocumentParts], *,
+                       have: set[str]) -> int:
+        """Insert ``docs`` (in row order, read one at a time) as segment ``name``, in
+        batches of :data:`_INSERT_ROWS` chunks; returns its row count. ``have``: the
+        sources already stored."""
         c = self.conn
         client = c.client()
         for coll in (c.chunks, c.docs, c.terms):  # rows a dead writer left under this name
             c.call(f"cleaning {coll}", client.delete, coll, filter=f"segment == {quote(name)}")
         c.call("cleaning blobs", client.delete, c.blobs, filter=f"segment == {quote(name)}")
-        have = self._stored_sources({d.record.sha256 for d in docs})
         row = 0
         pending: list[dict[str, Any]] = []
         df: dict[str, int] = {}

@@ -17,8 +17,9 @@ so a small new segment ranks like the rest of the index.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -346,6 +347,31 @@ class SegmentSet:
             slots.append((MemorySegment(docs, self.dimension), ()))
         return SegmentSet(slots, self.dimension)
 
+    def with_segment(self, segment: Segment, removed: Iterable[str]) -> SegmentSet:
+        """A new view: ``segment`` appended (its documents replace live ones of the same
+        id), ``removed`` ones gone."""
+        gone = set(removed) | set(segment.sha256s())
+        slots: list[tuple[Segment, Iterable[str]]] = [
+            (s.segment, s.deleted | {d for d in gone if self._home.get(d) == i})
+            for i, s in enumerate(self._slots)]
+        return SegmentSet([*slots, (segment, ())], self.dimension)
+
+    def relabelled(self, meta: Mapping[str, dict[str, Any]], skip: Collection[str]
+                   ) -> dict[str, DocumentParts]:
+        """Live documents (not in ``skip``) whose metadata ``meta`` changes, whole with their
+        chunks and vectors as they are and the new metadata: to restage without reading or
+        embedding anything."""
+        out: dict[str, DocumentParts] = {}
+        for d, m in meta.items():
+            if d in skip or d not in self._home:
+                continue
+            seg = self.segment_of(d)
+            if seg.record(d).metadata != m:
+                parts = seg.parts(d)
+                out[d] = dataclasses.replace(parts, record=dataclasses.replace(
+                    parts.record, metadata=m))
+        return out
+
     # --- rows ---------------------------------------------------------------------------
     def _split(self, rows: np.ndarray) -> Iterator[tuple[_Slot, np.ndarray, np.ndarray]]:
         """``(slot, positions in rows, local rows)`` for each slot that ``rows`` touch."""
@@ -523,10 +549,12 @@ class PlannedSegment(NamedTuple):
     dead: int
     ours: bool  # already one of the store's own segments
     keep: bool  # ours, at most half deleted, and not a small one due for merging
+    merge: bool  # a small one due for merging with the others (ours or not)
 
-    def live_parts(self) -> list[DocumentParts]:
-        """Its live documents whole, to be rewritten into a new segment."""
-        return [self.segment.parts(d) for d in self.segment.sha256s() if d not in self.deleted]
+    def live_ids(self) -> list[str]:
+        """Its live documents, to be rewritten into a new segment (read them one at a time
+        with ``segment.parts``: a whole segment may not fit in memory)."""
+        return [d for d in self.segment.sha256s() if d not in self.deleted]
 
 
 def plan_write(segments: SegmentSet, ours: Callable[[Segment], bool]) -> list[PlannedSegment]:
@@ -534,7 +562,7 @@ def plan_write(segments: SegmentSet, ours: Callable[[Segment], bool]) -> list[Pl
     shares: segments whose documents are all deleted are dropped; the store's own segments
     stay unless more than half deleted or small (:data:`SMALL_SHARE`) while small ones,
     counting the new segment about to be written, outnumber :data:`MAX_SMALL_SEGMENTS`.
-    Whatever does not stay is rewritten (:meth:`PlannedSegment.live_parts`)."""
+    Whatever does not stay is rewritten (:meth:`PlannedSegment.live_ids`)."""
     total = max(segments.n_rows, 1)
     rows = []
     for seg, deleted in segments.slots:
@@ -545,7 +573,9 @@ def plan_write(segments: SegmentSet, ours: Callable[[Segment], bool]) -> list[Pl
     small = sum(1 for _, _, live, _, own in rows if own and live < total * SMALL_SHARE)
     fresh = any(not own for *_, own in rows)  # a new segment is about to be written
     merge_small = small + fresh > MAX_SMALL_SEGMENTS
-    return [PlannedSegment(seg, deleted, live, dead, own,
-                           own and not (merge_small and live < total * SMALL_SHARE)
-                           and dead * 2 <= seg.n_rows)
-            for seg, deleted, live, dead, own in rows]
+    planned = []
+    for seg, deleted, live, dead, own in rows:
+        due = merge_small and live < total * SMALL_SHARE
+        planned.append(PlannedSegment(seg, deleted, live, dead, own,
+                                      own and not due and dead * 2 <= seg.n_rows, due))
+    return planned
