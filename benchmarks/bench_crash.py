@@ -267,6 +267,7 @@ def writer_main(args: argparse.Namespace) -> int:
         emit("cycle-done", cycle=k)
         if args.reader_threads and k == 1:
             readers()
+        time.sleep(args.cycle_pause)
     stop.set()  # readers stop before this process (and the Lite server in it) exits
     for t in threads:
         t.join(timeout=30)
@@ -336,7 +337,7 @@ def _kill_plan(rng: random.Random, kill_rate: float, cycle: int,
 
 def run_store(kind: str, *, cycles: int, readers: int, seed: int, work: Path,
               kill_rate: float = 0.5, reader_pause: float = 0.02,
-              log: Any = print) -> dict[str, Any]:
+              cycle_pause: float = 0.3, log: Any = print) -> dict[str, Any]:
     """One store's run (module docstring): counts, kills, recoveries and what readers saw."""
     work.mkdir(parents=True, exist_ok=True)
     location = str(work / "index") if kind == "local" else f"milvus:{work / 'crash.db'}"
@@ -344,6 +345,7 @@ def run_store(kind: str, *, cycles: int, readers: int, seed: int, work: Path,
     events: queue.Queue[dict[str, Any]] = queue.Queue()
     stderr_log = work / "stderr.log"
     writer_extra: dict[str, Any] = {"docs": work / "docs", "reader_pause": reader_pause,
+                                    "cycle_pause": cycle_pause,
                                     "reader_threads": readers if kind == "milvus" else 0}
     reader_procs = [Child(_me("reader", location, seed, cycles, name=f"r{i}",
                               reader_pause=reader_pause), events, f"r{i}", stderr_log)
@@ -736,6 +738,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kill-rate", type=float, default=0.5)
     ap.add_argument("--reader-pause", type=float, default=0.02,
                     help="seconds a reader sleeps between questions")
+    ap.add_argument("--cycle-pause", type=float, default=0.3,
+                    help="seconds the writer waits after each cycle, so that readers see "
+                         "every generation however fast a cycle commits")
     ap.add_argument("--out", default=None,
                     help="result stem under benchmarks/results (default crash, or "
                          "crash-smoke below 100 cycles)")
@@ -770,7 +775,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{kind}: {args.cycles} cycles, {args.readers} readers ...", flush=True)
         run = run_store(kind, cycles=args.cycles, readers=args.readers, seed=args.seed,
                         work=work / kind, kill_rate=args.kill_rate,
-                        reader_pause=args.reader_pause,
+                        reader_pause=args.reader_pause, cycle_pause=args.cycle_pause,
                         log=lambda m: print(m, flush=True))
         checked = check_answers(run, args.seed, expected)
         checked["reference_s"] = round(expected.seconds, 1)
