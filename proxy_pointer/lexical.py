@@ -8,6 +8,7 @@ instead of re-tokenizing every chunk (seconds on a large index).
 
 from __future__ import annotations
 
+import array
 import contextlib
 import io
 import math
@@ -240,9 +241,10 @@ class LexicalWriter:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._vocab: dict[str, int] = {}
-        self._df: list[int] = []
-        self._lengths: list[int] = []  # tokens per row
-        self._distinct: list[int] = []  # distinct terms per row
+        # compact arrays: a million rows cost megabytes, not the lists' tens of megabytes
+        self._df = array.array("q")  # rows holding each term
+        self._lengths = array.array("q")  # tokens per row
+        self._distinct = array.array("q")  # distinct terms per row
         self._terms = open(self.directory / "terms.tmp", "wb")
         self._counts = open(self.directory / "counts.tmp", "wb")
 
@@ -274,9 +276,13 @@ class LexicalWriter:
         self._terms.write(np.asarray(ids, np.int32).tobytes())
         self._counts.write(np.asarray(counts, np.int32).tobytes())
 
-    def save(self, directory: str | Path, *, rows_per_pass: int = 65536) -> None:
+    def save(self, directory: str | Path, *, postings_per_pass: int = 1 << 23,
+             postings_per_read: int = 1 << 18) -> None:
         """Write the index into ``directory`` (as :meth:`LexicalIndex.save` does) and
-        delete the scratch files."""
+        delete the scratch files. The score matrix is written in ranges of terms holding
+        about ``postings_per_pass`` (row, term) pairs (8 bytes each in memory), each from
+        one pass over the scratch files read ``postings_per_read`` pairs at a time (some
+        60 bytes each while scored)."""
         import bm25s
 
         n = self.n_rows
@@ -292,8 +298,8 @@ class LexicalWriter:
         try:
             if n == 0:
                 return
-            lengths = np.asarray(self._lengths, np.int64)
-            distinct = np.asarray(self._distinct, np.int64)
+            lengths = np.frombuffer(self._lengths, np.int64).copy()
+            distinct = np.frombuffer(self._distinct, np.int64).copy()
             avg = lengths.mean()  # as bm25s: the mean of an int64 array
             idf_f32 = np.asarray([math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df],
                                  np.float32)
@@ -307,54 +313,80 @@ class LexicalWriter:
             model = bm25s.BM25()
             model.scores = {"data": np.zeros(0, np.float32), "indices": np.zeros(0, np.int32),
                             "indptr": indptr, "num_docs": n}
-            model.vocab_dict = {**vocab, "": len(df)}
+            vocab[""] = len(df)  # bm25s' empty token, one past the columns (not a copy:
+            model.vocab_dict = vocab  # the vocabulary is the largest thing held here)
             model.nonoccurrence_array = None  # set by bm25s' index(); Lucene has none
             with contextlib.redirect_stdout(io.StringIO()):
                 model.save(str(out), allow_pickle=False)
-            fmt = np.lib.format
-            data = fmt.open_memmap(out / "data.csc.index.npy", "w+", np.float32, (nnz,))
-            indices = fmt.open_memmap(out / "indices.csc.index.npy", "w+", int_dtype, (nnz,))
-            self._fill(data, indices, indptr, idf_f32, lengths, distinct, float(self._K1),
-                       float(self._B), avg, rows_per_pass)
-            data.flush()
-            indices.flush()
-            del data, indices
+            files = []
+            for name, dtype in (("data", np.float32), ("indices", int_dtype)):
+                # the .npy header np.save writes, and room for the array after it
+                mapped = np.lib.format.open_memmap(out / f"{name}.csc.index.npy", "w+",
+                                                   dtype, (nnz,))
+                files.append((out / f"{name}.csc.index.npy", int(mapped.offset)))
+                del mapped
+            self._fill(files, indptr, idf_f32, lengths, distinct, float(self._K1),
+                       float(self._B), avg, (postings_per_pass, postings_per_read), int_dtype)
         finally:
             for name in ("terms.tmp", "counts.tmp"):
                 with contextlib.suppress(OSError):
                     os.unlink(self.directory / name)
+            self._vocab = {}  # written: free it before the segment's IVF is built
+            self._df = array.array("q")
 
-    def _fill(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
-              idf_f32: np.ndarray, lengths: np.ndarray, distinct: np.ndarray, k1: float,
-              b: float, avg: np.floating, rows_per_pass: int) -> None:
-        """Scores of every (row, term), written where the CSC layout puts them: within a
-        term, rows ascending (as scipy orders bm25s' matrix)."""
-        fill = indptr[:-1].copy()  # next free slot of each term's column
+    def _fill(self, files: list[tuple[Path, int]], indptr: np.ndarray, idf_f32: np.ndarray,
+              lengths: np.ndarray, distinct: np.ndarray, k1: float, b: float,
+              avg: np.floating, sizes: tuple[int, int], int_dtype: type) -> None:
+        """Scores of every (row, term), written where the CSC layout puts them (within a
+        term, rows ascending, as scipy orders bm25s' matrix): terms are taken in ranges
+        (``sizes``: postings per range and per read, see :meth:`save`), each filled in
+        memory from one pass over the scratch files and written at its place, so memory
+        stays bounded however large the matrix."""
+        per_pass, per_read = sizes
         ends = np.cumsum(distinct)
         # bm25s scores each row as float32 tf over (k1 * (1 - b + b * len / avg)), the
         # denominator a NumPy float64 scalar: its promotion with the float32 tf (float64
         # under NumPy 2, float32 under 1.x) is reproduced, so every score rounds the same.
         wide = (np.float64(1.0) + np.ones(1, np.float32)).dtype
-        with open(self.directory / "terms.tmp", "rb") as ft, \
-                open(self.directory / "counts.tmp", "rb") as fc:
-            for lo in range(0, len(lengths), rows_per_pass):
-                hi = min(lo + rows_per_pass, len(lengths))
-                size = int(ends[hi - 1] - (ends[lo - 1] if lo else 0))
-                tids = np.fromfile(ft, np.int32, size)
-                tf = np.fromfile(fc, np.int32, size).astype(np.float32)
-                rows = np.repeat(np.arange(lo, hi, dtype=np.int64), distinct[lo:hi])
-                lens = lengths[rows]
-                denom = (k1 * ((1 - b) + b * lens / avg)).astype(wide)
-                tfc = tf / (denom + tf)
-                scores = (idf_f32[tids] * tfc).astype(np.float32)
-                order = np.argsort(tids, kind="stable")
-                t_sorted = tids[order]
-                first, starts, counts = np.unique(t_sorted, return_index=True,
-                                                  return_counts=True)
-                dest = fill[t_sorted] + (np.arange(size) - np.repeat(starts, counts))
-                data[dest] = scores[order]
-                indices[dest] = rows[order]
-                fill[first] += counts
+        n_terms = len(indptr) - 1
+        t_lo = 0
+        while t_lo < n_terms:
+            t_hi = max(int(np.searchsorted(indptr, indptr[t_lo] + per_pass, "right")) - 1,
+                       t_lo + 1)
+            p_lo, p_hi = int(indptr[t_lo]), int(indptr[t_hi])
+            data = np.empty(p_hi - p_lo, np.float32)
+            rows_out = np.empty(p_hi - p_lo, int_dtype)
+            fill = indptr[t_lo:t_hi] - p_lo  # next free slot of each term in the range
+            with open(self.directory / "terms.tmp", "rb") as ft, \
+                    open(self.directory / "counts.tmp", "rb") as fc:
+                lo = 0
+                while lo < len(lengths):
+                    base = int(ends[lo - 1]) if lo else 0
+                    hi = max(int(np.searchsorted(ends, base + per_read, "right")), lo + 1)
+                    size = int(ends[hi - 1]) - base
+                    tids = np.fromfile(ft, np.int32, size)
+                    tf = np.fromfile(fc, np.int32, size)
+                    rows = np.repeat(np.arange(lo, hi, dtype=np.int64), distinct[lo:hi])
+                    lo = hi
+                    keep = np.flatnonzero((tids >= t_lo) & (tids < t_hi))
+                    if not len(keep):
+                        continue
+                    tids, rows, tff = tids[keep], rows[keep], tf[keep].astype(np.float32)
+                    denom = (k1 * ((1 - b) + b * lengths[rows] / avg)).astype(wide)
+                    scores = (idf_f32[tids] * (tff / (denom + tff))).astype(np.float32)
+                    order = np.argsort(tids, kind="stable")
+                    t_sorted = tids[order] - t_lo
+                    first, starts, counts = np.unique(t_sorted, return_index=True,
+                                                      return_counts=True)
+                    dest = fill[t_sorted] + (np.arange(len(keep)) - np.repeat(starts, counts))
+                    data[dest] = scores[order]
+                    rows_out[dest] = rows[order]
+                    fill[first] += counts
+            for (path, offset), part in zip(files, (data, rows_out), strict=True):
+                with open(path, "r+b") as f:
+                    f.seek(offset + p_lo * part.itemsize)
+                    f.write(part.tobytes())
+            t_lo = t_hi
 
 
 def _postings_problem(model: Any) -> str | None:

@@ -116,7 +116,7 @@ def test_streamed_bm25_scores_equal_bm25s_bit_for_bit(tmp_path: Path, batch: int
     writer = LexicalWriter(tmp_path / "scratch")
     for i in range(0, len(texts), batch):
         writer.add(texts[i:i + batch])
-    writer.save(tmp_path / "bm25", rows_per_pass=333)
+    writer.save(tmp_path / "bm25", postings_per_pass=5000, postings_per_read=700)
     assert not list((tmp_path / "scratch").iterdir())
     built, streamed = LexicalIndex.build(texts), LexicalIndex.load(tmp_path / "bm25", len(texts))
     vocab = json.loads((tmp_path / "bm25" / "vocab.index.json").read_text())
