@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -297,6 +298,11 @@ def _cmd_index(args: argparse.Namespace) -> int:
         if args.no_noise_filter:
             chunk_config = chunk_config.with_noise(NoiseConfig.off())
     bar = _progress_bar(args.quiet)
+    if not args.quiet:  # a store's own progress (Milvus inserts a segment in batches)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logging.getLogger("proxy_pointer.stores").addHandler(handler)
+        logging.getLogger("proxy_pointer.stores").setLevel(logging.INFO)
     t0 = time.perf_counter()
     idx, report = update_directory(
         store, args.paths, embedder=embedder, chunk_config=chunk_config,

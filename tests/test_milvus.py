@@ -373,3 +373,28 @@ def test_converted_pdf_keeps_its_pages_in_milvus(tmp_path: Path) -> None:
         got[kind] = (rec.pages, rec.converter, [(s.ref, s.pages) for s in res.sections],
                      idx.section("report.pdf#p4").text)
     assert got["milvus"] == got["local"] and len(got["local"][0]) == 5
+
+
+def test_a_staged_build_is_inserted_in_batches_with_progress(tmp_path: Path, sample_copy: Path,
+                                                             monkeypatch, caplog) -> None:
+    import proxy_pointer.stores.milvus as milvus_module
+
+    monkeypatch.setattr(milvus_module, "_LOG_ROWS", 20)
+    inserts: list[int] = []
+    real = milvus_module.MilvusConnection.call
+
+    def call(self, what, fn, *args, **kwargs):
+        if what == "inserting chunks":
+            inserts.append(len(args[1]))
+        return real(self, what, fn, *args, **kwargs)
+
+    monkeypatch.setattr(milvus_module.MilvusConnection, "call", call)
+    monkeypatch.setattr(milvus_module, "_INSERT_ROWS", 20)
+    loc = _location("milvus", tmp_path)
+    with caplog.at_level("INFO", logger="proxy_pointer.stores.milvus"):
+        idx, report = update_directory(loc, [sample_copy], embedder=HashEmbedder(64))
+    assert sum(inserts) == report.chunks == len(idx.chunks) and max(inserts) == 20
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines and all(f"of {report.chunks} chunk rows inserted" in m for m in lines)
+    again = Index.load(loc, embedder=HashEmbedder(64))
+    assert again.chunks == Index.build([sample_copy], embedder=HashEmbedder(64)).chunks

@@ -46,6 +46,7 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import logging
 import os
 import re
 import threading
@@ -83,6 +84,8 @@ GRACE_SECONDS = 600.0
 _PART_BYTES = 60_000
 _VARCHAR = 65_535
 _INSERT_ROWS = 500
+_LOG_ROWS = 50 * _INSERT_ROWS
+log = logging.getLogger(__name__)
 _LEASE_SECONDS = 120.0
 #: Marks the leases this process takes (with its pid, as a forked child is another process).
 _PROCESS = uuid.uuid4().hex[:8]
@@ -288,8 +291,9 @@ class MilvusStore:
             merge.sort(key=lambda m: m[0])
             name = f"seg-{next_seg:06d}"
             have = self._stored_sources({seg.record(d).sha256 for d, seg in merge})
+            total = sum(len(seg.doc_rows(d)) for d, seg in merge)
             rows = self._write_segment(name, next_seg, (seg.parts(d) for d, seg in merge),
-                                       have=have)
+                                       have=have, total=total)
             listed.append((name, rows, []))
         for coll in (c.chunks, c.docs, c.blobs, c.terms):
             c.call(f"flushing {coll}", c.client().flush, coll)
@@ -322,9 +326,10 @@ class MilvusStore:
         return best
 
     def _write_segment(self, name: str, number: int, docs: Iterable[DocumentParts], *,
-                       have: set[str]) -> int:
+                       have: set[str], total: int = 0) -> int:
         """Insert ``docs`` (in row order, read one at a time) as segment ``name``, in
-        batches of :data:`_INSERT_ROWS` chunks; returns its row count. ``have``: the
+        batches of :data:`_INSERT_ROWS` chunks, logging progress (INFO, every
+        :data:`_LOG_ROWS`) against ``total`` rows; returns its row count. ``have``: the
         sources already stored."""
         c = self.conn
         client = c.client()
@@ -355,6 +360,9 @@ class MilvusStore:
                 if len(pending) >= _INSERT_ROWS:
                     c.call("inserting chunks", client.insert, c.chunks, pending)
                     pending = []
+                    if row % _LOG_ROWS == 0:
+                        log.info("%s: %s of %s chunk rows inserted", self.location,
+                                 f"{row:,}", f"{total:,}" if total else "?")
             if len(blobs) >= _INSERT_ROWS // 10:
                 c.call("inserting blobs", client.insert, c.blobs, blobs)
                 blobs = []
