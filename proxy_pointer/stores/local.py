@@ -11,6 +11,8 @@ Layout of an index directory::
                            segments: each segment's name and its deleted document ids
       segments/seg-000012/ one immutable segment (see :mod:`proxy_pointer.stores.disk`)
       sources/<sha256>     the exact text of each document as indexed, shared by all
+      .staging-PID-N/      a segment an update is streaming (see :mod:`.staging`), linked
+                           into ``segments/`` when committed, then deleted
 
 A generation is a small manifest naming immutable segments (:mod:`.segments`). A save
 writes only what changed: new documents become a new segment, replaced and removed ones
