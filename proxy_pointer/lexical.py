@@ -14,6 +14,7 @@ import io
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from tokenize import TokenError
@@ -242,7 +243,7 @@ class LexicalWriter:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._vocab: dict[str, int] = {}
         # compact arrays: a million rows cost megabytes, not the lists' tens of megabytes
-        self._df = array.array("q")  # rows holding each term
+        self._df = np.zeros(0, np.int64)  # rows holding each term
         self._lengths = array.array("q")  # tokens per row
         self._distinct = array.array("q")  # distinct terms per row
         self._terms = open(self.directory / "terms.tmp", "wb")
@@ -256,24 +257,19 @@ class LexicalWriter:
         """Append ``texts`` as the next rows."""
         if not texts:
             return
-        vocab, df = self._vocab, self._df
+        vocab = self._vocab
         ids: list[int] = []
         counts: list[int] = []
         for tokens in tokenize(texts):
-            seen: dict[int, int] = {}
-            for t in tokens:
-                tid = vocab.get(t)
-                if tid is None:
-                    tid = vocab[t] = len(df)
-                    df.append(0)
-                seen[tid] = seen.get(tid, 0) + 1
-            for tid in seen:
-                df[tid] += 1
-            ids.extend(seen)
-            counts.extend(seen.values())
+            tf = Counter(tokens)  # distinct terms in order of first appearance
+            ids += [vocab.setdefault(t, len(vocab)) for t in tf]
+            counts += tf.values()
             self._lengths.append(len(tokens))
-            self._distinct.append(len(seen))
-        self._terms.write(np.asarray(ids, np.int32).tobytes())
+            self._distinct.append(len(tf))
+        batch = np.asarray(ids, np.int32)
+        self._df = np.concatenate([self._df, np.zeros(len(vocab) - len(self._df), np.int64)])
+        self._df += np.bincount(batch, minlength=len(vocab))  # each id once per row
+        self._terms.write(batch.tobytes())
         self._counts.write(np.asarray(counts, np.int32).tobytes())
 
     def save(self, directory: str | Path, *, postings_per_pass: int = 1 << 23,
@@ -286,10 +282,10 @@ class LexicalWriter:
         import bm25s
 
         n = self.n_rows
-        vocab, df = self._vocab, self._df
+        vocab = self._vocab
         if n and not vocab:  # bm25s cannot build an empty vocabulary: row 0 gets a term
-            vocab[_NO_TERM] = len(df)
-            df.append(1)
+            vocab[_NO_TERM] = 0
+            self._df = np.ones(1, np.int64)
             self._lengths[0] = self._distinct[0] = 1
             self._terms.write(np.zeros(1, np.int32).tobytes())
             self._counts.write(np.ones(1, np.int32).tobytes())
@@ -301,6 +297,7 @@ class LexicalWriter:
             lengths = np.frombuffer(self._lengths, np.int64).copy()
             distinct = np.frombuffer(self._distinct, np.int64).copy()
             avg = lengths.mean()  # as bm25s: the mean of an int64 array
+            df = self._df.tolist()
             idf_f32 = np.asarray([math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df],
                                  np.float32)
             indptr = np.zeros(len(df) + 1, np.int64)
@@ -332,7 +329,7 @@ class LexicalWriter:
                 with contextlib.suppress(OSError):
                     os.unlink(self.directory / name)
             self._vocab = {}  # written: free it before the segment's IVF is built
-            self._df = array.array("q")
+            self._df = np.zeros(0, np.int64)
 
     def _fill(self, files: list[tuple[Path, int]], indptr: np.ndarray, idf_f32: np.ndarray,
               lengths: np.ndarray, distinct: np.ndarray, k1: float, b: float,
