@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .tokens import WORD_PIECES, Sizer, SpanCounter
+from .tokens import WORD_PIECES, DocumentTokens, Sizer, SpanCounter, WordPieceCounter
 
 __all__ = ["Piece", "SplitContext", "embed_view", "split_bodies"]
 
@@ -37,12 +37,16 @@ class SplitContext:
     ``tokens``: sizes are the embedder's tokens, counted by ``tokenizer`` (default: MiniLM
     word pieces), else characters. ``size``/``overlap``: the largest piece and the overlap
     between prose pieces, in that unit. ``html_tables``: ``"text"`` embeds an HTML table as
-    its cell text, ``"source"`` as its source.
+    its cell text, ``"source"`` as its source. ``pieces``: the document's word pieces,
+    already counted (:class:`~proxy_pointer.tokens.DocumentTokens` of ``lines``), which
+    MiniLM-sized prose is then measured with instead of tokenizing it again.
     """
 
     def __init__(self, text: str, lines: list[str], *, tokens: bool, size: int, overlap: int,
-                 html_tables: str, tokenizer: Sizer = WORD_PIECES) -> None:
+                 html_tables: str, tokenizer: Sizer = WORD_PIECES,
+                 pieces: DocumentTokens | None = None) -> None:
         self.text = text
+        self.pieces = pieces
         self.tokenizer = tokenizer
         self.lines = lines
         self.html_tables = html_tables
@@ -59,6 +63,13 @@ class SplitContext:
     def measure(self, texts: Sequence[str]) -> list[int]:
         """Sizes of ``texts`` in the context's unit."""
         return self.tokenizer.count_many(texts) if self.tokens else [len(t) for t in texts]
+
+    def span_counters(self, spans: Sequence[tuple[int, int]]) -> Sequence[SpanCounter | None]:
+        """Counters of sub-spans of whole-line ``spans`` (see :class:`Sizer`)."""
+        if (self.pieces is not None and isinstance(self.tokenizer, WordPieceCounter)
+                and self.pieces.length == len(self.text)):
+            return self.pieces.span_counters(self.text, spans)
+        return self.tokenizer.span_counters(self.text, spans)
 
     def line_of(self, offset: int) -> int:
         """The 0-based line holding character ``offset``."""
@@ -244,8 +255,8 @@ def _plan(ctx: SplitContext, per_body: list[list[_Block]]) -> list[list[Piece]]:
     counters: dict[int, SpanCounter] = {}
     if ctx.tokens and prose:
         spans = [(b.start, b.end) for b in prose]
-        counters = {id(b): c for b, c in zip(prose, ctx.tokenizer.span_counters(text, spans),
-                                             strict=True) if c is not None}
+        counters = {id(b): c for b, c in zip(prose, ctx.span_counters(spans), strict=True)
+                    if c is not None}
     probes: list[str] = []
     for t in tabular.values():
         probes.append(embed_view(text[t.head[0] : t.head[1]], t.view))

@@ -76,7 +76,7 @@ from .blocks import SplitContext, split_bodies
 from .errors import ConfigError
 from .llm.base import LLM
 from .noise import NoiseConfig, NoiseDecision, classify_noise
-from .tokens import TokenCounter, sizer
+from .tokens import DocumentTokens, Sizer, TokenCounter, WordPieceCounter, sizer
 from .tree import Node, Tree, split_lines
 
 __all__ = [
@@ -274,12 +274,14 @@ def chunk_tree(
     noise_llm: LLM | None = None,
     markdown: bool = True,
     tokenizer: TokenCounter | None = None,
+    pieces: DocumentTokens | None = None,
 ) -> list[Chunk]:
     """Chunks of ``tree`` in document order (see the module docstring for the rules).
 
     ``markdown=False`` cuts section bodies as plain text (a segmented ``.txt`` file).
     ``tokenizer`` counts token sizes as the embedder does (its ``tokenizer``; default MiniLM
-    word pieces).
+    word pieces). ``pieces``: the tree's lines already tokenized
+    (:class:`~proxy_pointer.tokens.DocumentTokens`), reused to size MiniLM chunks.
 
     Noise sections come from :func:`~proxy_pointer.noise.classify_noise` with
     ``config.noise``; when ``config.noise.use_llm`` is set, ``noise_llm`` is asked once for
@@ -292,7 +294,7 @@ def chunk_tree(
     """
     config = config or ChunkConfig()
     _require_noise_llm(config, noise, noise_llm)
-    ctx = _split_context(tree.text, tree.lines, config, tokenizer)
+    ctx = _split_context(tree.text, tree.lines, config, tokenizer, pieces)
     title = tree.title or tree.doc_id
     if config.mode == "window" or not tree.has_headings:
         return _window(ctx, config, tree.doc_id, title, markdown=markdown)
@@ -361,12 +363,8 @@ def breadcrumb_text(parts: Sequence[str], max_tokens: int = 48,
     """
     tok = sizer(tokenizer)
     count_tokens, truncate_to_tokens = tok.count_tokens, tok.truncate
-    ps = [" ".join(p.split()) for p in parts]
-    ps = [p for p in ps if p] or ["document"]
-
-    def render(xs: Sequence[str]) -> str:
-        return "[" + " > ".join(xs) + "]"
-
+    ps = _crumb_parts(parts)
+    render = _render_crumb
     text = render(ps)
     if count_tokens(text) <= max_tokens:
         return text
@@ -385,6 +383,31 @@ def breadcrumb_text(parts: Sequence[str], max_tokens: int = 48,
 
 
 # --- internals ----------------------------------------------------------------------------
+def _crumb_parts(parts: Sequence[str]) -> list[str]:
+    ps = [" ".join(p.split()) for p in parts]
+    return [p for p in ps if p] or ["document"]
+
+
+def _render_crumb(xs: Sequence[str]) -> str:
+    return "[" + " > ".join(xs) + "]"
+
+
+def _breadcrumbs(crumbs: Sequence[tuple[str, ...]], max_tokens: int, tok: Sizer) -> list[str]:
+    """:func:`breadcrumb_text` of each crumb; with MiniLM word pieces the whole breadcrumbs
+    are counted in one tokenizer call first, and only those too long are shortened."""
+    if not isinstance(tok, WordPieceCounter):
+        return [breadcrumb_text(c, max_tokens, tok) for c in crumbs]
+    texts = [_render_crumb(_crumb_parts(c)) for c in crumbs]
+    short = [i for i, t in enumerate(texts) if len(t) <= _BATCH_CRUMB_CHARS]
+    counts = dict(zip(short, tok.count_many([texts[i] for i in short]), strict=True))
+    return [t if counts.get(i, max_tokens + 1) <= max_tokens
+            else breadcrumb_text(crumbs[i], max_tokens, tok) for i, t in enumerate(texts)]
+
+
+# Longer breadcrumbs (a heading line of a megabyte) are counted alone, as count_tokens does.
+_BATCH_CRUMB_CHARS = 100_000
+
+
 def _require_noise_llm(config: ChunkConfig, noise: Mapping[str, NoiseDecision] | None,
                        noise_llm: LLM | None) -> None:
     if config.noise.use_llm and noise is None and noise_llm is None:
@@ -397,10 +420,11 @@ def _require_noise_llm(config: ChunkConfig, noise: Mapping[str, NoiseDecision] |
 
 
 def _split_context(text: str, lines: list[str], config: ChunkConfig,
-                   tokenizer: TokenCounter | None) -> SplitContext:
+                   tokenizer: TokenCounter | None,
+                   pieces: DocumentTokens | None = None) -> SplitContext:
     return SplitContext(text, lines, tokens=config.unit == "tokens", size=config.chunk_size,
                         overlap=config.chunk_overlap, html_tables=config.html_tables,
-                        tokenizer=sizer(tokenizer))
+                        tokenizer=sizer(tokenizer), pieces=pieces)
 
 
 def _body_span(ctx: SplitContext, node: Node) -> tuple[int, int]:
@@ -428,10 +452,14 @@ def _chunk_bodies(
 ) -> list[Chunk]:
     chunks: list[Chunk] = []
     per_body = split_bodies(ctx, spans, markdown=markdown)
-    for node, crumb, ps in zip(nodes, crumbs, per_body, strict=True):
+    wanted = [k for k, ps in enumerate(per_body) if ps]
+    heads = dict(zip(wanted, _breadcrumbs([crumbs[k] for k in wanted],
+                                          config.max_breadcrumb_tokens, ctx.tokenizer),
+                     strict=True))
+    for k, (node, ps) in enumerate(zip(nodes, per_body, strict=True)):
         if not ps:
             continue
-        head = breadcrumb_text(crumb, config.max_breadcrumb_tokens, ctx.tokenizer) + "\n"
+        head = heads[k] + "\n"
         for p in ps:
             first, last = ctx.line_of(p.start), ctx.line_of(p.end - 1) + 1
             path: tuple[str, ...]

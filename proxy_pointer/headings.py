@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_block.html_block import HTML_SEQUENCES
 from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
@@ -57,14 +58,23 @@ class Outline:
 
 
 def find_headings(text: str, lines: list[str], doc_id: str, *, recover: bool = False,
-                  max_recovered_title_chars: int = 120) -> Outline:
+                  max_recovered_title_chars: int = 120, scan: bool = True) -> Outline:
     """The top-level ATX and setext headings of ``text`` (whose lines are ``lines``).
 
     A leading UTF-8 BOM is ignored. With ``recover``, one-line paragraphs that read as
     headings (at most ``max_recovered_title_chars`` characters of plain text) are added and
     headings are re-levelled (see :class:`proxy_pointer.tree.TreeConfig`). ``doc_id`` only
     names the document in warnings. Never raises on Markdown content.
+
+    With ``scan`` (the default) a document without the constructs that can hide a ``#``
+    line at the start of a line or make another line a heading (see
+    :func:`_scan_headings`) is read by a line scanner, which finds what the CommonMark parse
+    finds; ``scan=False`` always parses.
     """
+    if scan and not recover:
+        found = _scan_headings(text, lines)
+        if found is not None:
+            return Outline(found)
     parse_src = text[1:] if text.startswith("\ufeff") else text
     env: dict = {}
     tokens = block_parser(lines).parse(parse_src, env)
@@ -97,6 +107,96 @@ def find_headings(text: str, lines: list[str], doc_id: str, *, recover: bool = F
     if recover:
         headings = _recover(headings, candidates)
     return Outline(headings, warnings, _front_matter_title(tokens))
+
+
+# --- scanning ------------------------------------------------------------------------------
+# Any of these makes a '#' line possibly not a heading, or another line a heading: code
+# fences, link reference definitions (heading text may link to them), NUL (replaced before
+# parsing), a BOM, bare CR line ends (which the patterns here would not see as line ends),
+# '#' after indentation (lists, indented code), and an HTML block of types 1-5 (comments,
+# <pre>..., which end only at their closing sequence) after a list or quote marker. Other
+# HTML inside a list item or block quote ends with it, at the latest at a '#' line.
+_DEFER_TEXT = ("```", "~~~", "]:", "\x00", "\ufeff")
+_DEFER_RE = re.compile(  # searched in "\n" + text: each alternative starts a line
+    r"\n(?:[ \t]*(?:>[ \t]*|[*+\-][ \t]+|\d{1,9}[.)][ \t]+)+"
+    r"<(?:[!?]|(?i:script|pre|style|textarea))|[ \t]+#)"
+)
+_SETEXT_RE = re.compile(r"[ \t>]*(?:=+|-+)[ \t]*")  # a line that may underline a paragraph
+_HTML_STARTS = [seq[0] for seq in HTML_SEQUENCES]  # markdown-it's, in its order
+_HTML_UNTIL_BLANK = 5  # the index of CommonMark's HTML block type 6 (<table>, <div>, ...)
+_BLANK_END = re.compile(r"^$")  # type 6 ends before a blank line
+_MD_TRIM = " \t\n\v\f\r"  # markdown-it's mdTrim set (CommonMark whitespace)
+
+
+def _scan_headings(text: str, lines: list[str]) -> list[Heading] | None:
+    """The headings of a document without fences, setext headings, front matter or
+    reference definitions, found line by line exactly as markdown-it-py finds them; None for
+    any other document (see :data:`_DEFER_TEXT`, :data:`_DEFER_RE`), which is parsed instead.
+
+    In such a document a line starting with ``#`` is a heading unless it is inside an HTML
+    block: an ATX heading interrupts a paragraph, a table and a reference, is never a lazy
+    continuation of a list item or block quote, and ends indented code. HTML blocks that
+    start a line are followed with markdown-it's own patterns: types 1-5 (``<!--``,
+    ``<pre>``...) up to their end, type 6 (``<table>``, ``<div>``...) up to a blank line;
+    type 7 (any lone tag, which cannot interrupt a paragraph) or an HTML block after one to
+    three spaces defers, and so does a line that may
+    underline a paragraph (``---``, ``===``) unless a blank line comes before it.
+    """
+    if any(t in text for t in _DEFER_TEXT) or ("\r" in text and re.search(r"\r(?!\n)", text)):
+        return None
+    if _DEFER_RE.search("\n" + text):
+        return None
+    env: dict = {}
+    out: list[Heading] = []
+    html_end: re.Pattern[str] | None = None  # the end of the HTML block the line is in
+    for i, line in enumerate(lines):
+        first = line[0]
+        if html_end is not None:
+            if html_end is _BLANK_END:
+                if not line.strip(" \t\r\n"):
+                    html_end = None  # the blank line is not part of the block
+            elif html_end.search(line.rstrip("\r\n")):
+                html_end = None  # the line with the end is
+            continue
+        if first == " " and line.lstrip(" ")[:1] == "<" and len(line) - len(line.lstrip(" ")) < 4:
+            return None  # an HTML block may start after one to three spaces
+        if first == "<":
+            src = line.rstrip("\r\n")
+            kind = next((k for k, start in enumerate(_HTML_STARTS) if start.search(src)), None)
+            if kind is None:
+                continue  # paragraph text
+            after = lines[i + 1].lstrip(" \t")[:1] if i + 1 < len(lines) else ""
+            if kind > _HTML_UNTIL_BLANK or (after and after in "|-:"):
+                return None  # type 7 (which a paragraph may hold), or maybe a table's header
+            closing = HTML_SEQUENCES[kind][1]
+            html_end = _BLANK_END if kind == _HTML_UNTIL_BLANK else (
+                None if closing.search(src) else closing)
+            continue
+        if first in " \t>=-" and _SETEXT_RE.fullmatch(line.rstrip("\r\n")):
+            if i == 0 or lines[i - 1].strip(" \t\r\n"):
+                return None  # a setext underline, or front matter
+            continue  # after a blank line: a thematic break, a list item or code
+        if first != "#":
+            continue
+        s = line.rstrip("\r\n")
+        n = len(s)
+        level, pos = 1, 1
+        while pos < n and s[pos] == "#" and level <= 6:
+            level += 1
+            pos += 1
+        if level > 6 or (pos < n and s[pos] not in " \t"):
+            continue
+        end = n
+        while end > pos and s[end - 1] in " \t":
+            end -= 1
+        tmp = end
+        while tmp > pos and s[tmp - 1] == "#":
+            tmp -= 1
+        if tmp > pos and s[tmp - 1] in " \t":
+            end = tmp
+        content = s[pos:end].strip(_MD_TRIM)
+        out.append(Heading(i, i + 1, level, content.strip(), _plain(_inline(content, env))))
+    return out
 
 
 # --- parsing -------------------------------------------------------------------------------

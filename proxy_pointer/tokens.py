@@ -14,18 +14,23 @@ any counter the few operations chunking needs (:class:`Sizer`).
 
 Chunking measures thousands of table rows and sub-spans per document, so two faster
 counters live here too: :func:`count_tokens_many` (many short texts in one tokenizer call)
-and :class:`SpanCounter` (exact counts of sub-spans of a text tokenized once).
+and :class:`SpanCounter` (exact counts of sub-spans of a text tokenized once). A document is
+tokenized once for both its per-line counts and its span counters: :class:`DocumentTokens`.
 """
 
 from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
 
 from . import bundled
 
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "WORD_PIECES",
+    "DocumentTokens",
     "Sizer",
     "SpanCounter",
     "TokenCounter",
@@ -207,6 +213,8 @@ def sizer(tokenizer: TokenCounter | None) -> Sizer:
     """What chunking sizes with for an embedder's ``tokenizer`` (None: MiniLM word pieces)."""
     if tokenizer is None:
         return WORD_PIECES
+    if isinstance(tokenizer, WordPieceCounter):  # before the (slow) protocol check
+        return tokenizer
     if isinstance(tokenizer, Sizer):
         return tokenizer
     return _CountOnly(tokenizer)
@@ -399,3 +407,146 @@ def span_counters(text: str, spans: Sequence[tuple[int, int]]) -> list[SpanCount
     for (i, a, _, clean), enc in zip(pieces, encs, strict=True):
         counters[i].add(enc, a, clean)
     return counters
+
+
+class _ArraySpanCounter(SpanCounter):
+    """A :class:`SpanCounter` over arrays (views of a :class:`DocumentTokens`' tokens)."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, word_start: np.ndarray) -> None:
+        self.starts = starts  # type: ignore[assignment]
+        self.ends = ends  # type: ignore[assignment]
+        self.word_start = word_start  # type: ignore[assignment]
+
+    def _clean(self, x: int) -> bool:
+        starts = self.starts
+        k = int(np.searchsorted(starts, x, "left"))
+        if k > 0 and self.ends[k - 1] > x:
+            return False
+        return not (k < len(starts) and starts[k] == x and not self.word_start[k])
+
+    def count(self, s: int, e: int) -> int | None:
+        if not (self._clean(s) and self._clean(e)):
+            return None
+        return int(np.searchsorted(self.ends, e, "right") - np.searchsorted(self.starts, s, "left"))
+
+
+class DocumentTokens:
+    """A document's MiniLM word pieces, tokenized once: the count of every line
+    (:attr:`line_counts`, equal to ``count_tokens_batch(lines)``) and :class:`SpanCounter`\\ s
+    of whole-line spans (equal to :func:`span_counters`'), without a second tokenizer pass.
+
+    Lines are joined into ~20 kB texts (a longer line alone) and tokenized in one batch. As a
+    line ending never belongs to a word piece and always ends a word (the BERT normalizer and
+    pre-tokenizer work character by character), each line's tokens are the ones it has alone.
+    """
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        # Runs of lines of one kind (plain ASCII or not), ~20 kB each (a longer line alone).
+        plain = _plain_lines(lines)
+        groups: list[tuple[int, int]] = []
+        first, size = 0, 0
+        for i, line in enumerate(lines):
+            if i > first and (size + len(line) > _ENCODE_CHARS or plain[i] != plain[first]):
+                groups.append((first, i))
+                first, size = i, 0
+            size += len(line)
+        if lines:
+            groups.append((first, len(lines)))
+        starts_of = np.zeros(len(lines) + 1, dtype=np.int64)
+        if lines:
+            np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=len(lines)),
+                      out=starts_of[1:])
+        self.length = int(starts_of[-1])
+        encs: list[Encoding | None] = [None] * len(groups)
+        for kind, tok in ((True, _ascii_tokenizer), (False, wordpiece_tokenizer)):
+            which = [k for k, (a, _) in enumerate(groups) if plain[a] is kind]
+            if which:
+                done = tok().encode_batch(["".join(lines[a:b]) for a, b in
+                                           (groups[k] for k in which)], add_special_tokens=False)
+                for k, one in zip(which, done, strict=True):
+                    encs[k] = one
+        offs, heads = [], []
+        for (a, _), enc in zip(groups, encs, strict=True):
+            assert enc is not None
+            n = len(enc.ids)
+            if not n:
+                continue
+            o = np.fromiter(itertools.chain.from_iterable(enc.offsets), dtype=np.int64,
+                            count=2 * n).reshape(n, 2)
+            o += starts_of[a]
+            offs.append(o)
+            words = np.array(enc.word_ids, dtype=np.int64)
+            head = np.empty(n, dtype=bool)
+            head[0] = True
+            np.not_equal(words[1:], words[:-1], out=head[1:])
+            heads.append(head)
+        both = np.concatenate(offs) if offs else np.zeros((0, 2), dtype=np.int64)
+        self.starts = np.ascontiguousarray(both[:, 0])
+        self.ends = np.ascontiguousarray(both[:, 1])
+        self.word_start = np.concatenate(heads) if heads else np.zeros(0, dtype=bool)
+        self.line_first = np.searchsorted(self.starts, starts_of, "left")
+        #: Word pieces of each line, as ``count_tokens_batch(lines)``.
+        self.line_counts: list[int] = np.diff(self.line_first).tolist()
+
+    def span_counters(self, text: str, spans: Sequence[tuple[int, int]]) -> list[SpanCounter]:
+        """What ``span_counters(text, spans)`` returns, for ``text`` (the joined lines) and
+        spans of whole lines. A span that function would cut inside a 20 kB run without a
+        space or line break is tokenized again as it does."""
+        if len(text) != self.length:
+            raise ValueError("span_counters: the text is not the tokenized document")
+        out: list[SpanCounter | None] = []
+        again: list[int] = []
+        for i, (start, end) in enumerate(spans):
+            if not _cuts_clean(text, start, end):
+                out.append(None)
+                again.append(i)
+                continue
+            k0 = int(np.searchsorted(self.starts, start, "left"))
+            k1 = int(np.searchsorted(self.starts, end, "left"))
+            head = self.word_start[k0:k1]
+            if k1 > k0 and not head[0]:
+                head = head.copy()
+                head[0] = True
+            out.append(_ArraySpanCounter(self.starts[k0:k1], self.ends[k0:k1], head))
+        if again:
+            for i, c in zip(again, span_counters(text, [spans[i] for i in again]), strict=True):
+                out[i] = c
+        return out  # type: ignore[return-value]
+
+
+# Printable ASCII with tabs and line breaks: the BERT normalizer only lowercases such text
+# (no control characters to drop, no accents, no CJK), so MiniLM's word pieces of it are
+# those of its tokenizer with a plain Lowercase normalizer, which skips the Unicode passes.
+_NOT_PLAIN_RE = re.compile(r"[^\t\n\r\x20-\x7e]")
+
+
+def _plain_lines(lines: Sequence[str]) -> list[bool]:
+    """For each line: is it printable ASCII (with tabs and line breaks)?"""
+    if not _NOT_PLAIN_RE.search("".join(lines)):
+        return [True] * len(lines)
+    search = _NOT_PLAIN_RE.search
+    return [search(line) is None for line in lines]
+
+
+@functools.lru_cache(maxsize=1)
+def _ascii_tokenizer() -> Tokenizer:
+    """The bundled tokenizer with only its lowercasing: equal on plain ASCII lines."""
+    from tokenizers import Tokenizer, normalizers
+
+    tok = Tokenizer.from_file(str(bundled.model_path() / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    tok.normalizer = normalizers.Lowercase()
+    return tok
+
+
+def _cuts_clean(text: str, start: int, end: int) -> bool:
+    """Does :func:`span_counters` cut ``text[start:end]`` only after a space or line break?"""
+    a = start
+    while end - a > _ENCODE_CHARS:
+        e = a + _ENCODE_CHARS
+        ws = max(text.rfind(" ", a, e), text.rfind("\n", a, e))
+        if ws <= a:
+            return False
+        a = ws + 1
+    return True

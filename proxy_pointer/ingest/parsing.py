@@ -22,7 +22,7 @@ from ..noise import classify_noise
 from ..segmentation import segmented_tree
 from ..stores import DocumentRecord
 from ..summaries import SummaryCache, summary_chunks
-from ..tokens import TokenCounter, count_tokens_batch
+from ..tokens import DocumentTokens, TokenCounter
 from ..tree import build_tree, split_lines
 
 if TYPE_CHECKING:
@@ -51,7 +51,9 @@ class Source:
 @dataclass(frozen=True)
 class ParsedDocument:
     """What parsing one document yields: its record and chunks, and the seconds spent
-    building the tree (plus line token counts) and chunking, for ``UpdateReport.timings``."""
+    building the tree (plus line token counts) and chunking, for ``UpdateReport.timings``;
+    ``token_seconds`` is the part of ``tree_seconds`` spent tokenizing the document (once,
+    for its line counts and to size its chunks)."""
 
     record: DocumentRecord
     chunks: tuple[Chunk, ...]
@@ -63,6 +65,7 @@ class ParsedDocument:
     text: str | None = None
     warnings: tuple[str, ...] = ()  # the converter's, each naming the file
     convert_seconds: float = 0.0
+    token_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,10 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
     tree = None if kind == "text" else build_tree(text, doc_id=doc_id,
                                                   recover_headings=recover_headings)
     lines = tree.lines if tree is not None else split_lines(text)
-    line_tokens = tuple(count_tokens_batch(lines))
+    tk = time.perf_counter()
+    pieces = DocumentTokens(lines)  # tokenized once: line counts, then chunk sizes
+    token_seconds = time.perf_counter() - tk
+    line_tokens = tuple(pieces.line_counts)
     if (config.mode == "structure" and config.headerless == "segments"
             and (tree is None or not tree.has_headings)):
         # No headings: topical segments stand in for sections (see segmentation.py).
@@ -161,7 +167,7 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
                      if structured and (index_llm is not None or not config.noise.use_llm)
                      else None)
         chunks = chunk_tree(tree, config, noise=decisions, noise_llm=index_llm,
-                            markdown=kind != "text", tokenizer=tokenizer)
+                            markdown=kind != "text", tokenizer=tokenizer, pieces=pieces)
         if decisions is not None and any(c.node_id is not None for c in chunks):
             # Sections with own text that got no chunk, for the summary.
             skipped = sum(1 for n in skip_reasons(tree, config, noise=decisions)
@@ -182,7 +188,7 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
     )
     tree_json = tree.to_json(include_text=False) if tree is not None else ""
     return ParsedDocument(record, tuple(chunks), (tt - t) + (time.perf_counter() - tc),
-                          tc - tt, tree_json, skipped)
+                          tc - tt, tree_json, skipped, token_seconds=token_seconds)
 
 
 def _converter_of(name: str) -> str:
