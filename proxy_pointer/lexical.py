@@ -352,7 +352,7 @@ class LexicalWriter:
                        t_lo + 1)
             p_lo, p_hi = int(indptr[t_lo]), int(indptr[t_hi])
             data = np.empty(p_hi - p_lo, np.float32)
-            rows_out = np.empty(p_hi - p_lo, int_dtype)
+            rows_out: np.ndarray = np.empty(p_hi - p_lo, int_dtype)
             fill = indptr[t_lo:t_hi] - p_lo  # next free slot of each term in the range
             with open(self.directory / "terms.tmp", "rb") as ft, \
                     open(self.directory / "counts.tmp", "rb") as fc:

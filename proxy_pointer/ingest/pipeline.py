@@ -123,9 +123,10 @@ class UpdateReport:
     naming the copies in ``Section.also_in``).
 
     ``timings``: seconds spent on ``read`` (reading and hashing files), ``convert`` (PDF,
-    HTML, Word to Markdown), ``tree`` (and line token counts), ``tokenize`` (the part of
-    tree and chunking spent counting tokens) and ``chunking`` (these four summed over
-    worker processes when parsing ran in a pool, so they can exceed the wall time),
+    HTML, Word to Markdown), ``tree`` (with the one tokenizer pass over the document),
+    ``tokenize`` (that pass: a part of ``tree``, not added to it) and ``chunking`` (these
+    summed over worker processes when parsing ran in a pool, so they can exceed the wall
+    time),
     ``embedding``, ``waiting`` (the embedder idle, waiting for parsed batches),
     ``staging`` (writing staged documents), ``index`` (assembling the new contents) and,
     for :func:`update_directory`, ``write`` (committing).
@@ -367,7 +368,7 @@ class _Run:
             pairs.append((doc, p))
             timings["convert"] += p.convert_seconds
             timings["tree"] += p.tree_seconds
-            timings["tokenize"] += getattr(p, "token_seconds", 0.0)
+            timings["tokenize"] += p.token_seconds
             timings["chunking"] += p.chunk_seconds
             self.result.sections_skipped += p.sections_skipped
             self.result.warnings.extend(p.warnings)
