@@ -48,6 +48,7 @@ from .common import (
     environment,
     peak_rss_mib,
     run_child,
+    status_mib,
     write_report,
 )
 
@@ -87,16 +88,6 @@ def prepare(mode: str) -> None:
 
 # --------------------------------------------------------------------------- worker memory
 
-def _status_mib(pid: int | str, field: str = "VmHWM") -> float | None:
-    try:
-        text = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return None
-
 
 def _children() -> set[str]:
     pids: set[str] = set()
@@ -130,7 +121,7 @@ class WorkerPeak:
     def _run(self) -> None:
         while True:
             for pid in _children():
-                hwm = _status_mib(pid)
+                hwm = status_mib("VmHWM", pid)
                 if hwm is not None:
                     self._seen.add(pid)
                     self.mib = max(self.mib or 0.0, hwm)

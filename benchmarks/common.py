@@ -186,11 +186,12 @@ def environment(*packages: str) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- memory
 
-def status_mib(field: str) -> float | None:
-    """A size field of this process's ``/proc/self/status`` (``VmHWM``, ``RssAnon``,
-    ``RssFile``, ...) in MiB; None where there is no such file or field."""
+def status_mib(field: str, pid: int | str = "self") -> float | None:
+    """A size field of a process's ``/proc/PID/status`` (``VmHWM``, ``RssAnon``,
+    ``RssFile``, ...; this process by default) in MiB; None where there is no such file
+    or field."""
     try:
-        text = Path("/proc/self/status").read_text()
+        text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
     for line in text.splitlines():
