@@ -460,8 +460,11 @@ class Index:
             relabelled = self._segments.relabelled(meta, set(run.staged) | set(remove))
             segments = self._segments
             if isinstance(staging, DiskStaging):
-                # an empty staged segment (nothing new) is dropped by the next write
-                segments = segments.with_segment(staging.finish(), remove)
+                if run.staged:
+                    segments = segments.with_segment(staging.finish(), remove)
+                else:  # nothing new: no segment
+                    staging.abort()
+                    segments = segments.with_changes([], remove) if remove else segments
                 if relabelled:
                     segments = segments.with_changes(list(relabelled.values()), ())
             elif staging.documents or relabelled or remove:
@@ -475,7 +478,7 @@ class Index:
             added = [d for d in run.staged if d not in stored]
             updated = [d for d in run.staged if d in stored]
             self._set(segments)
-            if isinstance(staging, DiskStaging):
+            if isinstance(staging, DiskStaging) and run.staged:
                 self._staged.append(staging)
         else:
             added = updated = []

@@ -189,3 +189,17 @@ def test_segment_writer_reads_back_rows_and_cleans_up_when_aborted(tmp_path: Pat
     writer.abort()
     assert not (tmp_path / "seg").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_an_update_with_nothing_new_leaves_no_staging_folder(tmp_path: Path) -> None:
+    docs = _corpus(tmp_path / "docs", n=3)
+    target = tmp_path / "idx"
+    update_directory(target, [docs], embedder=HashEmbedder(64))
+    (docs / "paper02.md").unlink()
+    idx, report = update_directory(target, [docs], embedder=HashEmbedder(64), prune=True)
+    assert report.removed == ("paper02.md",) and not report.added and not report.updated
+    assert sorted(idx.documents) == ["paper00.md", "paper01.md"]
+    assert not list(target.glob(".staging-*"))
+    _, report = update_directory(target, [docs], embedder=HashEmbedder(64))
+    assert report.unchanged == ("paper00.md", "paper01.md")
+    assert not list(target.glob(".staging-*"))
