@@ -93,8 +93,8 @@ class IngestResult:
     could not read: corrupt, encrypted, scanned), in the order given; ``warnings`` what
     converters reported about files they did convert. Of the staged chunks, ``embedded``
     counts distinct texts sent to the embedder, ``reused`` chunks that kept the vector of
-    their document's stored chunk with the same text, ``deduplicated`` chunks whose text
-    another chunk of this run already had (so each is one or another of the three).
+    a stored chunk of a re-read document with the same text, ``deduplicated`` chunks whose
+    text another chunk of this run already had (so each is one or another of the three).
     """
 
     staging: Staging
@@ -115,8 +115,9 @@ class IngestResult:
 class UpdateReport:
     """What one build or update did. Of the chunks of added and changed documents,
     ``embedded`` counts the distinct texts sent to the embedder, ``reused`` the chunks that
-    kept their stored vector (same text, same document), ``deduplicated`` the chunks whose
-    text was already embedded or reused in this run (boilerplate repeated across files).
+    kept a stored vector (a text a re-read document's stored chunks already had),
+    ``deduplicated`` the chunks whose text was already embedded or reused in this run
+    (boilerplate repeated across files).
 
     ``duplicates`` pairs each added or changed document whose text is byte-identical to
     another indexed one with that document (retrieval hands identical sections over once,
