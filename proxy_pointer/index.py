@@ -110,10 +110,8 @@ class Index:
         # change in memory.
         self._origin: tuple[Store, str] | None = None
         self._chunker_version = CHUNKER_VERSION
-        #: Where an update streams its documents into a segment on disk (see
-        #: :mod:`~.stores.staging`): ``None`` keeps them in memory unless the files to
-        #: read hold more than :data:`SPILL_BYTES`, then the system's temporary folder.
-        #: :func:`update_directory` sets the store's own scratch folder.
+        #: Where updates stream documents into a segment (:mod:`~.stores.staging`); None:
+        #: in memory up to :data:`SPILL_BYTES` read, else the temporary folder.
         self.staging_dir: Path | None = None
         # segments staged on disk, read until the next save takes them in
         self._staged: list[DiskStaging] = []
@@ -213,9 +211,8 @@ class Index:
 
         Only what changed since the index was loaded from ``store`` is written (new
         documents as a new segment, replaced and removed ones marked deleted), and the
-        index then reads from the saved files; an index saved elsewhere is written whole
-        and keeps its contents in memory (what an update staged on disk is read from the
-        saved files too, and its staging folder deleted).
+        index then reads from the saved files (as it does after staging an update on disk);
+        an index saved elsewhere is written whole and keeps its contents in memory.
         """
         same = self._origin is not None and self._origin[0].location == store.location
         generation, segments = store.write(self.manifest(), self._segments)
@@ -464,7 +461,7 @@ class Index:
                     segments = segments.with_segment(staging.finish(), remove)
                 else:  # nothing new: no segment
                     staging.abort()
-                    segments = segments.with_changes([], remove) if remove else segments
+                    segments = segments.with_changes([], remove)
                 if relabelled:
                     segments = segments.with_changes(list(relabelled.values()), ())
             elif staging.documents or relabelled or remove:
