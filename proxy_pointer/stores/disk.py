@@ -46,6 +46,7 @@ from .writer import APPROX, CHUNK_COLS, INFO, LEXICAL, META, VECTORS, NpyRows
 
 __all__ = ["DiskSegment"]
 
+
 class DiskSegment:
     """A saved segment, opened without reading its contents (see the module docstring).
 

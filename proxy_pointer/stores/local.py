@@ -250,6 +250,7 @@ class LocalStore:
 
         listed: list[tuple[str, list[str]]] = []
         merge: list[tuple[str, Segment]] = []  # (doc_id, segment) of documents to rewrite
+        rewritten = 0  # their rows
         adoptable: list[PlannedSegment] = []
         for planned in plan_write(segments, lambda s: isinstance(s, DiskSegment)
                                   and s.folder.parent == seg_dir):
@@ -263,10 +264,10 @@ class LocalStore:
                 adoptable.append(planned)  # a finished segment (staged by an update)
             else:
                 merge.extend((d, seg) for d in planned.live_ids())
+                rewritten += planned.live
         # A segment written elsewhere is linked in as it is, unless segments are being
         # rewritten anyway and it is small (JOIN_ROWS) or no bigger than they are: it then
         # joins them, so an update that rewrites gives one segment in doc id order.
-        rewritten = len(merge) and sum(len(seg.doc_rows(d)) for d, seg in merge)
         for planned in adoptable:
             if rewritten and planned.live <= max(rewritten, JOIN_ROWS):
                 merge.extend((d, planned.segment) for d in planned.live_ids())

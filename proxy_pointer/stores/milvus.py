@@ -280,6 +280,7 @@ class MilvusStore:
 
         listed: list[tuple[str, int, list[str]]] = []
         merge: list[tuple[str, Segment]] = []  # (doc_id, segment) of documents to rewrite
+        total = 0  # their rows
         for planned in plan_write(segments, lambda s: isinstance(s, MilvusSegment)
                                   and s.conn.location == c.location):
             seg = planned.segment
@@ -287,11 +288,11 @@ class MilvusStore:
                 listed.append((seg.name, seg.n_rows, sorted(planned.deleted)))
             else:
                 merge.extend((d, seg) for d in planned.live_ids())
+                total += planned.live
         if merge:
             merge.sort(key=lambda m: m[0])
             name = f"seg-{next_seg:06d}"
             have = self._stored_sources({seg.record(d).sha256 for d, seg in merge})
-            total = sum(len(seg.doc_rows(d)) for d, seg in merge)
             rows = self._write_segment(name, next_seg, (seg.parts(d) for d, seg in merge),
                                        have=have, total=total)
             listed.append((name, rows, []))

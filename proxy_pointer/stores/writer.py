@@ -141,16 +141,8 @@ class SegmentWriter:
 
     def vectors(self, rows: Iterable[int]) -> np.ndarray:
         """Vectors of rows already added (read back from the file)."""
-        rows = np.fromiter(rows, np.int64)
-        out = np.empty((len(rows), self.dimension), np.float32)
-        size = self.dimension * 4
-        view = out.data.cast("B")
-        for i, r in enumerate(rows.tolist()):
-            if not 0 <= r < self.n_rows:
-                raise IndexError(f"row {r} out of range")
-            os.preadv(self._vectors, [view[i * size:(i + 1) * size]],
-                      len(self._header) + r * size)
-        return out
+        return _pread_rows(self._vectors, len(self._header), (self.n_rows, self.dimension),
+                           np.dtype(np.float32), np.fromiter(rows, np.int64))
 
     def finish(self, *, lexical: LexicalIndex | None = None) -> Path:
         """Complete the segment's files, flush them and rename the folder into place.
@@ -238,6 +230,21 @@ def npy_layout(path: Path) -> tuple[int, tuple[int, ...], np.dtype]:
     return offset, tuple(shape), dtype
 
 
+def _pread_rows(fd: int, offset: int, shape: tuple[int, int], dtype: np.dtype,
+                rows: np.ndarray) -> np.ndarray:
+    """Rows ``rows`` of a C-order ``shape`` array stored at ``offset`` in ``fd``, read one
+    by one with ``pread``; :class:`IndexError` for a row out of range."""
+    n, d = shape
+    size = d * dtype.itemsize
+    out = np.empty((len(rows), d), dtype)
+    view = out.data.cast("B")
+    for i, r in enumerate(rows.tolist()):
+        if not 0 <= r < n:
+            raise IndexError(f"row {r} out of range")
+        os.preadv(fd, [view[i * size:(i + 1) * size]], offset + r * size)
+    return out
+
+
 class NpyRows:
     """Rows of a 2-D ``.npy`` read with ``pread``: random access without mapping the file.
 
@@ -270,14 +277,8 @@ class NpyRows:
         return self(np.asarray(key, np.int64))
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
-        out = np.empty((len(rows), self._d), self.dtype)
-        view = out.data.cast("B")
-        for i, r in enumerate(np.asarray(rows, np.int64).tolist()):
-            if not 0 <= r < self._n:
-                raise IndexError(f"row {r} out of range")
-            os.preadv(self._fd, [view[i * self._row:(i + 1) * self._row]],
-                      self._offset + r * self._row)
-        return out
+        return _pread_rows(self._fd, self._offset, self.shape, self.dtype,
+                           np.asarray(rows, np.int64))
 
     def close(self) -> None:
         os.close(self._fd)
