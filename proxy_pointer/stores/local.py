@@ -43,7 +43,7 @@ from ..errors import IndexCorruptError, IndexLockedError, IndexMismatchError, In
 from .base import SCHEMA_VERSION, Manifest, OpenedIndex
 from .disk import DiskSegment
 from .segments import MemorySegment, PlannedSegment, Segment, SegmentSet, plan_write
-from .writer import fsync_path, write_segment
+from .writer import fsync_path, read_source, store_source, write_segment
 
 __all__ = ["GRACE_SECONDS", "JOIN_ROWS", "LocalStore", "current_generation",
            "index_size_bytes", "write_lock"]
@@ -220,13 +220,7 @@ class LocalStore:
         return OpenedIndex(manifest=manifest, segments=segments, generation=gen.name)
 
     def _source(self, sha256: str) -> str:
-        path = self.directory / _SOURCES / sha256
-        try:
-            return path.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            raise IndexCorruptError(f"{path}: stored copy of a document is missing") from None
-        except UnicodeDecodeError as e:
-            raise IndexCorruptError(f"{path}: stored copy is damaged ({e})") from None
+        return read_source(self.directory / _SOURCES, sha256)
 
     # --- writing ------------------------------------------------------------------------
     def scratch(self) -> Path:
@@ -318,12 +312,7 @@ class LocalStore:
         return gen.name, committed
 
     def _store_source(self, sha256: str, text: str) -> None:
-        target = self.directory / _SOURCES / sha256
-        if target.exists():
-            return
-        tmp = target.with_name(f".tmp-{sha256}-{os.getpid()}")
-        _write_file(tmp, text.encode("utf-8"))
-        os.replace(tmp, target)
+        store_source(self.directory / _SOURCES, sha256, text)
 
     def _adopt(self, seg: DiskSegment, folder: Path) -> None:
         """Bring a segment of another index directory here (hard links where possible)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import itertools
 import os
 import shutil
@@ -23,11 +24,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import IndexCorruptError
 from ..vectors import VectorIndexConfig
 from .disk import DiskSegment
 from .segments import DocumentParts, SegmentSet
-from .writer import SegmentWriter
+from .writer import SegmentWriter, read_source
 
 __all__ = ["DiskStaging", "Labelling", "MemoryStaging", "Staging"]
 
@@ -119,16 +119,7 @@ class DiskStaging:
         """The staged segment, opened; its folder is deleted when it is no longer used
         (a store that commits it has linked or copied its files by then)."""
         folder = self._writer.finish()
-        sources = self.folder / _SOURCES
-
-        def source(sha256: str) -> str:
-            path = sources / sha256
-            try:
-                return path.read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                raise IndexCorruptError(f"{path}: staged copy of a document is unreadable "
-                                        f"({e})") from None
-
+        source = functools.partial(read_source, self.folder / _SOURCES)
         segment = DiskSegment(folder, source=source, dimension=self.dimension)
         weakref.finalize(segment, shutil.rmtree, self.folder, True)
         return segment

@@ -27,13 +27,15 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import IndexCorruptError
 from ..lexical import LexicalIndex, LexicalWriter
 from ..tree import normalize_title
 from ..vectors import VectorIndexConfig, build_approximate
 from .segments import DocumentParts, chunk_crumbs
 
 __all__ = ["APPROX", "CHUNK_COLS", "INFO", "LEXICAL", "META", "SEGMENT_FORMAT", "VECTORS",
-           "NpyRows", "SegmentWriter", "fsync_path", "npy_layout", "write_segment"]
+           "NpyRows", "SegmentWriter", "fsync_path", "npy_layout", "read_source",
+           "store_source", "write_segment"]
 
 SEGMENT_FORMAT = 1
 META, VECTORS, LEXICAL, INFO = "meta.sqlite", "vectors.npy", "bm25", "segment.json"
@@ -52,6 +54,33 @@ def fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def store_source(folder: Path, sha256: str, text: str, *, flush: bool = True) -> None:
+    """Keep a document's text as ``folder/<sha256>`` unless it is there: written beside it
+    and renamed into place (``flush``: synced to disk first)."""
+    target = folder / sha256
+    if target.exists():
+        return
+    tmp = target.with_name(f".tmp-{sha256}-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(text.encode("utf-8"))
+        if flush:
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, target)
+
+
+def read_source(folder: Path, sha256: str) -> str:
+    """The text kept as ``folder/<sha256>``; :class:`IndexCorruptError` naming the file
+    when it is missing or not UTF-8."""
+    path = folder / sha256
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise IndexCorruptError(f"{path}: stored copy of a document is missing") from None
+    except UnicodeDecodeError as e:
+        raise IndexCorruptError(f"{path}: stored copy is damaged ({e})") from None
 
 
 def _npy_header(rows: int, dimension: int) -> bytes:
@@ -128,11 +157,7 @@ class SegmentWriter:
             self._lexical.add(self._texts)
             self._texts = []
         if self.sources is not None:
-            target = self.sources / r.sha256
-            if not target.exists():
-                tmp = target.with_name(f".tmp-{r.sha256}-{os.getpid()}")
-                tmp.write_bytes(parts.text.encode("utf-8"))
-                os.replace(tmp, target)
+            store_source(self.sources, r.sha256, parts.text, flush=False)
         self.n_rows += len(parts.chunks)
         self.n_documents += 1
         if self.n_documents % _DOCS_PER_COMMIT == 0:
