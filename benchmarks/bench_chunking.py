@@ -26,9 +26,9 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from proxy_pointer.chunking import ChunkConfig, chunk_tree
+from proxy_pointer.parse.chunking import ChunkConfig, chunk_tree
+from proxy_pointer.parse.tree import build_tree
 from proxy_pointer.tokens import count_tokens, count_tokens_batch
-from proxy_pointer.tree import build_tree
 
 from .common import DATA, RESULTS, environment, write_report
 

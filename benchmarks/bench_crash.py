@@ -26,7 +26,7 @@ them, then starts a new writer that continues from whatever is committed:
   cycle the kill interrupted, or the one before if the kill came before its commit point);
   anything else counts as lost documents. Recovery time: from the kill until the new
   writer holds the lock (process start and imports included, and split out).
-* **Readers** run throughout through :class:`~proxy_pointer.service.Service` (which picks
+* **Readers** run throughout through :class:`~proxy_pointer.serve.service.Service` (which picks
   up each generation a writer commits; ``refresh_seconds=0``), asking fixed questions,
   each answer pinned to one generation: ``(generation, refs, SHA-256 of the section
   texts)``, and, once per generation, that generation's document set. Local store: separate
@@ -168,7 +168,7 @@ def reader_loop(location: str, emit: Emitter, name: str, pause: float,
     """Ask the questions forever through a Service; report answers and generations."""
     from proxy_pointer.embeddings.factory import make_embedder
     from proxy_pointer.errors import IndexNotFoundError
-    from proxy_pointer.service import Service
+    from proxy_pointer.serve.service import Service
 
     emb = make_embedder(EMBEDDER)
     while True:
@@ -542,7 +542,7 @@ class Expected:
     def _build_to(self, cycle: int) -> None:
         from proxy_pointer.embeddings.factory import make_embedder
         from proxy_pointer.index import update_directory
-        from proxy_pointer.service import Service
+        from proxy_pointer.serve.service import Service
 
         t0 = time.time()
         emb = make_embedder(EMBEDDER)

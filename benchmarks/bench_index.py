@@ -55,7 +55,7 @@ import numpy as np
 from proxy_pointer.embeddings import CachedEmbedder, Embedder, make_embedder
 from proxy_pointer.index import Index
 from proxy_pointer.stores import current_generation
-from proxy_pointer.vectors import VectorIndex, VectorIndexConfig
+from proxy_pointer.stores.vectors import VectorIndex, VectorIndexConfig
 
 from .common import (
     CACHE,

@@ -28,9 +28,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from proxy_pointer import Index
-from proxy_pointer.chunking import ChunkConfig
 from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder, make_embedder
 from proxy_pointer.llm.openai_compatible import OpenAICompatibleLLM
+from proxy_pointer.parse.chunking import ChunkConfig
 from proxy_pointer.tokens import count_tokens
 
 from .common import CACHE, DATA, RESULTS, environment, write_report

@@ -44,7 +44,7 @@ from .harness.runner import run_benchmark
 from .run_benchmark import make_embedder
 
 BUDGETS = [500, 1000, 2000]
-# name -> (module constants of proxy_pointer.packing, retrieval options, chunking)
+# name -> (module constants of proxy_pointer.search.packing, retrieval options, chunking)
 SETTINGS: dict[str, tuple[dict[str, float], dict[str, Any], int]] = {
     "defaults": ({}, {}, 0),
     "_PIECE=32": ({"_PIECE": 32}, {}, 0),
@@ -72,7 +72,7 @@ class _Setting(ProxyPointerMethod):
         self.constants, self.min_chars = constants, min_chars
 
     def build(self, dataset: Any, embedder: Any) -> Any:
-        from proxy_pointer.chunking import ChunkConfig
+        from proxy_pointer.parse.chunking import ChunkConfig
 
         original = proxy_methods._chunk_config
         proxy_methods._chunk_config = lambda noise, chunking: ChunkConfig(
@@ -83,7 +83,7 @@ class _Setting(ProxyPointerMethod):
             proxy_methods._chunk_config = original
 
     def retrieve(self, question: Any, scope: str, budget: int) -> Any:
-        import proxy_pointer.packing as packing
+        import proxy_pointer.search.packing as packing
 
         saved = {k: getattr(packing, k) for k in self.constants}
         for k, v in self.constants.items():

@@ -118,7 +118,7 @@ def corpus_documents(name: str) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- child side
 def _config() -> Any:
     from proxy_pointer.bundled import MAX_TOKENS
-    from proxy_pointer.chunking import ChunkConfig
+    from proxy_pointer.parse.chunking import ChunkConfig
 
     return ChunkConfig.for_window(MAX_TOKENS)  # what Index() uses for the bundled MiniLM
 

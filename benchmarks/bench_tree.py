@@ -30,7 +30,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from proxy_pointer.documents import read_document
-from proxy_pointer.tree import build_tree
+from proxy_pointer.parse.tree import build_tree
 
 from .common import DATA, RESULTS, environment, write_report
 

@@ -4,7 +4,7 @@
 
 ``data/sample/docs`` (one document given ``access: ["hr"]``) is indexed with the hash
 embedder (``hash:64``, fast, no model) into a temporary folder, and the real app
-(:func:`proxy_pointer.serve.create_app` under uvicorn, on a free 127.0.0.1 port, in a thread
+(:func:`proxy_pointer.serve.http.create_app` under uvicorn, on a free 127.0.0.1 port, in a thread
 of this process) serves it with every feature on: an update token (``POST /index``, inline
 documents and server-side ``paths`` under ``--docs-root``), a reader token for the ``hr``
 group, and an in-process LLM for ``/ask`` that cites the first section it is given (so
@@ -302,7 +302,7 @@ def table(report: dict[str, Any]) -> list[str]:
         "",
         f"{report['examples_per_operation']} examples per operation (positive and negative, "
         "seed " f"{report['seed']}), read operations before and after the `POST /index` "
-        "writes; a `proxy_pointer.serve` app under uvicorn on 127.0.0.1 with an update token, "
+        "writes; a `proxy_pointer.serve.http` app under uvicorn on 127.0.0.1 with an update token, "
         "a reader token, `--docs-root` and an in-process citing LLM. Strict checks: "
         + ", ".join(f"`{c}`" for c in STRICT) + "; advisory: "
         + ", ".join(f"`{c}`" for c in ADVISORY) + ".",
@@ -338,13 +338,13 @@ def main(argv: list[str] | None = None) -> int:
     import schemathesis
 
     from proxy_pointer.access import Access
-    from proxy_pointer.serve import create_app
-    from proxy_pointer.service import Service
+    from proxy_pointer.serve.http import create_app
+    from proxy_pointer.serve.service import Service
 
     errors = ServerErrors()
     for name in ("proxy_pointer", "uvicorn.error", "uvicorn.asgi"):
         logging.getLogger(name).addHandler(errors)
-    logging.getLogger("proxy_pointer.serve").setLevel(logging.ERROR)  # the 502 warnings
+    logging.getLogger("proxy_pointer.serve.http").setLevel(logging.ERROR)  # the 502 warnings
     t0 = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="fuzz-http-"))
     admin, reader = secrets.token_urlsafe(16), secrets.token_urlsafe(16)

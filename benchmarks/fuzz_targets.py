@@ -21,11 +21,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from proxy_pointer.chunking import Chunk, ChunkConfig, chunk_tree, skip_reasons
 from proxy_pointer.convert import Converted, converter_for
 from proxy_pointer.errors import ProxyPointerError
+from proxy_pointer.parse.chunking import Chunk, ChunkConfig, chunk_tree, skip_reasons
+from proxy_pointer.parse.tree import PREAMBLE_ID, Tree, build_tree
 from proxy_pointer.refs import Ref
-from proxy_pointer.tree import PREAMBLE_ID, Tree, build_tree
 
 __all__ = ["INDEX_DOCS", "TARGETS", "Invariant", "index_files", "setup_index"]
 
@@ -49,7 +49,7 @@ def _text(data: bytes) -> str:
 
 # --- tree ------------------------------------------------------------------------------------
 def check_tree(tree: Tree, text: str) -> None:
-    """What ``proxy_pointer.tree`` documents of every tree: lines join to the text, node line
+    """What ``proxy_pointer.parse.tree`` documents of every tree: lines join to the text, node line
     bounds ordered and inside the document, own text up to the next node, pre-order ids,
     children nested inside their parents, and a JSON round trip to an equal tree."""
     n = len(tree.lines)
@@ -108,7 +108,7 @@ _CONFIGS = (
 
 
 def check_chunks(tree: Tree, chunks: list[Chunk], config: ChunkConfig) -> None:
-    """What ``proxy_pointer.chunking`` documents of every chunk (the invariants
+    """What ``proxy_pointer.parse.chunking`` documents of every chunk (the invariants
     ``tests/test_chunking.py`` checks): text is the source slice, stripped and non-empty, line
     bounds match, never across a heading, sized to the window (in characters: the embedded
     body), and every non-blank character of a chunked node's own body lies in some chunk."""

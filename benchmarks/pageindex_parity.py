@@ -58,8 +58,8 @@ from typing import Any
 from proxy_pointer.documents import read_document
 
 # classification must see the very parse the tree came from
-from proxy_pointer.headings import block_parser
-from proxy_pointer.tree import Tree, build_tree
+from proxy_pointer.parse.headings import block_parser
+from proxy_pointer.parse.tree import Tree, build_tree
 
 from .common import DATA, RESULTS, ROOT, WORK, environment, run_child, write_json, write_report
 

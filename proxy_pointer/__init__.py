@@ -39,10 +39,10 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 # Public name -> the module that defines it (imported on first attribute access).
 _LAZY = {
-    "Chunk": "chunking",
-    "ChunkConfig": "chunking",
-    "chunk_text": "chunking",
-    "chunk_tree": "chunking",
+    "Chunk": "parse.chunking",
+    "ChunkConfig": "parse.chunking",
+    "chunk_text": "parse.chunking",
+    "chunk_tree": "parse.chunking",
     "SourceFile": "documents",
     "discover": "documents",
     "read_document": "documents",
@@ -56,36 +56,35 @@ _LAZY = {
     "Index": "index",
     "UpdateReport": "index",
     "IngestProgress": "ingest",
-    "LexicalIndex": "lexical",
+    "LexicalIndex": "stores.lexical",
     "LLM": "llm",
     "GeminiLLM": "llm",
     "LLMReply": "llm",
     "OpenAICompatibleLLM": "llm",
     "make_llm": "llm",
-    "NoiseConfig": "noise",
-    "classify_noise": "noise",
-    "Retrieval": "retrieval",
-    "RetrievalConfig": "retrieval",
-    "Retriever": "retrieval",
-    "Section": "retrieval",
+    "NoiseConfig": "parse.noise",
+    "classify_noise": "parse.noise",
+    "Retrieval": "search.retrieval",
+    "RetrievalConfig": "search.retrieval",
+    "Retriever": "search.retrieval",
+    "Section": "search.retrieval",
     "DocumentRecord": "stores",
     "LocalStore": "stores",
     "Manifest": "stores",
     "MilvusStore": "stores",
     "Store": "stores",
-    "Answer": "synthesis",
-    "Citation": "synthesis",
-    "synthesize": "synthesis",
-    "Node": "tree",
-    "Tree": "tree",
-    "TreeConfig": "tree",
-    "build_tree": "tree",
-    "format_tree": "tree",
-    "VectorIndexConfig": "vectors",
+    "Answer": "search.synthesis",
+    "Citation": "search.synthesis",
+    "synthesize": "search.synthesis",
+    "Node": "parse.tree",
+    "Tree": "parse.tree",
+    "TreeConfig": "parse.tree",
+    "build_tree": "parse.tree",
+    "format_tree": "parse.tree",
+    "VectorIndexConfig": "stores.vectors",
 }
 
 if TYPE_CHECKING:
-    from .chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
     from .documents import SourceFile, discover, read_document
     from .embeddings import (
         CachedEmbedder,
@@ -98,14 +97,15 @@ if TYPE_CHECKING:
     )
     from .index import Index, UpdateReport
     from .ingest import IngestProgress
-    from .lexical import LexicalIndex
     from .llm import LLM, GeminiLLM, LLMReply, OpenAICompatibleLLM, make_llm
-    from .noise import NoiseConfig, classify_noise
-    from .retrieval import Retrieval, RetrievalConfig, Retriever, Section
+    from .parse.chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
+    from .parse.noise import NoiseConfig, classify_noise
+    from .parse.tree import Node, Tree, TreeConfig, build_tree, format_tree
+    from .search.retrieval import Retrieval, RetrievalConfig, Retriever, Section
+    from .search.synthesis import Answer, Citation, synthesize
     from .stores import DocumentRecord, LocalStore, Manifest, MilvusStore, Store
-    from .synthesis import Answer, Citation, synthesize
-    from .tree import Node, Tree, TreeConfig, build_tree, format_tree
-    from .vectors import VectorIndexConfig
+    from .stores.lexical import LexicalIndex
+    from .stores.vectors import VectorIndexConfig
 
 
 def __getattr__(name: str) -> Any:

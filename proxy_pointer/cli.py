@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .embeddings import Embedder
     from .index import Index, IngestProgress
-    from .retrieval import Retrieval, RetrievalConfig
+    from .search.retrieval import Retrieval, RetrievalConfig
 
 from . import defaults
 from .access import Access, read_metadata_file, read_tokens
@@ -241,7 +241,7 @@ def _page_markers(page_starts: tuple[int, ...]) -> dict[int, list[int]]:
 
 
 def _cmd_tree(args: argparse.Namespace) -> int:
-    from .tree import build_tree, format_tree
+    from .parse.tree import build_tree, format_tree
 
     text, pages = _read_source(args.file, args.encoding)
     tree = build_tree(text, doc_id=Path(args.file).name, recover_headings=args.recover_headings)
@@ -255,8 +255,8 @@ def _cmd_tree(args: argparse.Namespace) -> int:
     else:
         labels: dict[str, str] = {}
         if args.noise:
-            from .chunking import ChunkConfig, skip_reasons
-            from .noise import classify_noise, noise_labels
+            from .parse.chunking import ChunkConfig, skip_reasons
+            from .parse.noise import classify_noise, noise_labels
 
             config = ChunkConfig(min_section_chars=args.min_section_chars)
             decisions = classify_noise(tree, config.noise)
@@ -275,13 +275,13 @@ def _make_embedder(spec: str | None, cache_dir: str | None) -> Embedder:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from .chunking import ChunkConfig
     from .documents import DEFAULT_INCLUDE
     from .index import update_directory
     from .ingest import DEFAULT_BATCH_BYTES, make_executor
-    from .noise import NoiseConfig
+    from .parse.chunking import ChunkConfig
+    from .parse.noise import NoiseConfig
     from .stores import open_store
-    from .vectors import VectorIndexConfig
+    from .stores.vectors import VectorIndexConfig
 
     # A bad metadata file fails before anything is opened or parsed.
     metadata = read_metadata_file(args.metadata) if args.metadata else None
@@ -377,7 +377,7 @@ def _progress_bar(quiet: bool) -> _Bar | _Lines | None:
 def _open_index(args: argparse.Namespace) -> tuple[Index, RetrievalConfig]:
     from .documents import resolve_doc_id
     from .index import Index
-    from .retrieval import RetrievalConfig
+    from .search.retrieval import RetrievalConfig
     from .stores import open_store
 
     idx = Index.load(open_store(args.index, token=args.milvus_token))
@@ -502,8 +502,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise ConfigError("the HTTP server needs FastAPI and uvicorn: "
                           "pip install 'proxy-pointer[serve]'")
     from .llm import make_llm
-    from .serve import TOKEN_ENV, run
-    from .service import Service
+    from .serve.http import TOKEN_ENV, run
+    from .serve.service import Service
     from .stores import open_store
 
     tokens = read_tokens(args.tokens) if args.tokens else None
@@ -528,7 +528,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _cmd_ask(args: argparse.Namespace) -> int:
     from .llm import make_llm
-    from .synthesis import ENABLE_SYNTHESIS_HINT
+    from .search.synthesis import ENABLE_SYNTHESIS_HINT
 
     idx, cfg = _open_index(args)
     llm = make_llm(args.llm, base_url=args.llm_base_url)
@@ -554,7 +554,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
     if importlib.util.find_spec("mcp") is None:
         raise ConfigError("the MCP server needs the MCP SDK: pip install 'proxy-pointer[mcp]'")
-    from .mcp_server import serve
+    from .serve.mcp import serve
 
     if args.transport == "http":
         print(f"proxy-pointer: MCP over streamable HTTP at http://{args.host}:{args.port}/mcp",

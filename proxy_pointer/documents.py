@@ -2,7 +2,7 @@
 
 The text is returned exactly as stored - no newline translation, no BOM stripping - because
 every line number and character offset the library reports points into it.
-:func:`~proxy_pointer.tree.build_tree` already ignores a leading UTF-8 BOM when parsing.
+:func:`~proxy_pointer.parse.tree.build_tree` already ignores a leading UTF-8 BOM when parsing.
 """
 
 from __future__ import annotations

@@ -25,9 +25,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .access import Access, check_metadata_of
-from .chunking import CHUNKER_VERSION, Chunk, ChunkConfig
-from .corpus import ChunkRows, DocumentTable, Reader
-from .derived import Derived
 from .documents import DEFAULT_INCLUDE, discover
 from .embeddings import Embedder, make_embedder
 from .errors import ConfigError, DocumentError
@@ -41,8 +38,13 @@ from .ingest import (
     ingest,
     source_bytes,
 )
+from .parse.chunking import CHUNKER_VERSION, Chunk, ChunkConfig
+from .parse.tree import Tree
 from .refs import Ref, SectionText, open_ref, resolve
-from .retrieval import Retrieval, RetrievalConfig, Retriever
+from .search.corpus import ChunkRows, DocumentTable, Reader
+from .search.derived import Derived
+from .search.retrieval import Retrieval, RetrievalConfig, Retriever
+from .search.synthesis import Answer, synthesize
 from .stores import (
     DocumentParts,
     DocumentRecord,
@@ -55,9 +57,7 @@ from .stores import (
 )
 from .stores.segments import Pointer
 from .stores.staging import DiskStaging, Labelling, MemoryStaging
-from .synthesis import Answer, synthesize
-from .tree import Tree
-from .vectors import VectorIndexConfig
+from .stores.vectors import VectorIndexConfig
 
 if TYPE_CHECKING:
     from .llm import LLM

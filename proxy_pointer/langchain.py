@@ -2,7 +2,7 @@
 
 Needs ``langchain-core`` (``pip install 'proxy-pointer[langchain]'``). Each document's
 ``page_content`` is a whole section (or the blocks of it the budget held); its ``metadata``
-carries the pointers (:func:`~proxy_pointer.adapters.section_metadata`: ``ref``,
+carries the pointers (:func:`~proxy_pointer.serve.adapters.section_metadata`: ``ref``,
 ``doc_id``, ``node_id``, ``breadcrumb``, lines, ``pages``, ``score`` and the 0-1
 ``relevance``). It takes the LlamaIndex retriever's arguments (:mod:`.adapters`): ``index``
 or ``index_dir``, and any retrieval setting as a keyword, in ``options`` or per call;
@@ -29,8 +29,8 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 from pydantic import ConfigDict, Field
 
 from . import defaults
-from .adapters import open_index, retrieval_options, section_metadata
-from .retrieval import Section
+from .search.retrieval import Section
+from .serve.adapters import open_index, retrieval_options, section_metadata
 
 __all__ = ["ProxyPointerRetriever", "section_to_document"]
 
@@ -48,7 +48,7 @@ class ProxyPointerRetriever(BaseRetriever):
     """Retrieves whole sections from a proxy-pointer :class:`~proxy_pointer.index.Index`.
 
     Give either ``index`` (an open index) or ``index_dir`` (loaded once). ``k``, ``budget``
-    and the other :class:`~proxy_pointer.retrieval.RetrievalConfig` fields go as keywords
+    and the other :class:`~proxy_pointer.search.retrieval.RetrievalConfig` fields go as keywords
     (``doc_ids=["a.md"]``), in ``options``, or per call:
     ``retriever.invoke(q, k=3, doc_ids=["a.md"])``. Raises ``ValueError``
     (:class:`~proxy_pointer.errors.ConfigError`) for an unknown setting or a bad value.

@@ -3,7 +3,7 @@
 Needs ``llama-index-core`` (``pip install 'proxy-pointer[llama-index]'``). Each result is a
 ``NodeWithScore`` whose ``TextNode`` holds a whole section (or the blocks of it the budget
 held) and whose ``metadata`` carries the pointers
-(:func:`~proxy_pointer.adapters.section_metadata`: ``ref``, ``doc_id``, ``node_id``,
+(:func:`~proxy_pointer.serve.adapters.section_metadata`: ``ref``, ``doc_id``, ``node_id``,
 ``breadcrumb``, lines, ``pages``, ``score`` and ``relevance``). The node's score is the
 section's 0-1 ``relevance`` (cosine similarity of the question and its best chunk), so
 ``SimilarityPostprocessor(similarity_cutoff=...)`` works as with a vector store; the raw
@@ -42,9 +42,9 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     ) from e
 
 from . import defaults
-from .adapters import open_index, retrieval_options, section_metadata
 from .index import Index
-from .retrieval import Section
+from .search.retrieval import Section
+from .serve.adapters import open_index, retrieval_options, section_metadata
 
 __all__ = ["ProxyPointerRetriever", "section_to_node"]
 
@@ -69,7 +69,7 @@ class ProxyPointerRetriever(BaseRetriever):
 
     Give either ``index`` (an open index) or ``index_dir`` (a saved index, or a
     ``milvus:URI[#NAME]`` location; loaded once). ``k``, ``budget`` and the other
-    :class:`~proxy_pointer.retrieval.RetrievalConfig` fields go in ``options`` (as for the
+    :class:`~proxy_pointer.search.retrieval.RetrievalConfig` fields go in ``options`` (as for the
     LangChain retriever) or as keywords: ``ProxyPointerRetriever(index=idx, expand="own")``.
     For one call with other settings: ``retriever.with_options(k=3, doc_ids=["a.md"])``.
     Raises ``ValueError`` (:class:`~proxy_pointer.errors.ConfigError`) for a bad setting.
@@ -90,7 +90,7 @@ class ProxyPointerRetriever(BaseRetriever):
 
     def with_options(self, **options: Any) -> ProxyPointerRetriever:
         """A retriever over the same open index with ``options`` (``k``, ``budget`` or any
-        :class:`~proxy_pointer.retrieval.RetrievalConfig` field) changed."""
+        :class:`~proxy_pointer.search.retrieval.RetrievalConfig` field) changed."""
         other = copy.copy(self)
         other.k = options.pop("k", self.k)
         other.budget = options.pop("budget", self.budget)

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from .convert.base import page_span
 from .documents import resolve_doc_id
 from .errors import ConfigError, NotFoundError
-from .tree import Tree
+from .parse.tree import Tree
 
 __all__ = ["FORMS", "Ref", "SectionText", "open_ref", "resolve"]
 

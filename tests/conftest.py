@@ -23,7 +23,7 @@ INDEX_DOCS = Path(__file__).parent / "fixtures" / "index" / "docs"
 @pytest.fixture
 def no_token_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No HTTP update token from the environment (``$PROXY_POINTER_TOKEN``)."""
-    from proxy_pointer.serve import TOKEN_ENV
+    from proxy_pointer.serve.http import TOKEN_ENV
 
     monkeypatch.delenv(TOKEN_ENV, raising=False)
 

@@ -289,8 +289,8 @@ def _client(built: Path, **options: Any) -> Any:
     pytest.importorskip("fastapi_offline")
     from fastapi.testclient import TestClient
 
-    from proxy_pointer.serve import create_app
-    from proxy_pointer.service import Service
+    from proxy_pointer.serve.http import create_app
+    from proxy_pointer.serve.service import Service
 
     tokens = {"hr-token": Access(frozenset({"hr"})), "root-token": Access()}
     return TestClient(create_app(Service(built / "idx"), token="", tokens=tokens, **options))
@@ -347,8 +347,8 @@ def test_http_index_sets_metadata_without_embedding(built: Path, tmp_path: Path)
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from proxy_pointer.serve import create_app
-    from proxy_pointer.service import Service
+    from proxy_pointer.serve.http import create_app
+    from proxy_pointer.serve.service import Service
 
     shutil.copytree(built / "idx", tmp_path / "idx")
     client = TestClient(create_app(Service(tmp_path / "idx"), token="w"))
@@ -424,7 +424,7 @@ def test_framework_retrievers_take_the_principal(index: Index) -> None:
 
 def test_an_answer_cannot_cite_a_hidden_section(built: Path) -> None:
     from proxy_pointer.llm.base import LLMReply
-    from proxy_pointer.service import Service
+    from proxy_pointer.serve.service import Service
 
     class CitesHidden:
         """An LLM that cites a hidden section it was never shown (a guess, or an injection)."""

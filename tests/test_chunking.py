@@ -12,8 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy_pointer.blocks import embed_view
-from proxy_pointer.chunking import (
+from proxy_pointer.embeddings import Embedder, HashEmbedder, make_embedder
+from proxy_pointer.errors import ConfigError
+from proxy_pointer.index import Index, update_directory
+from proxy_pointer.parse.blocks import embed_view
+from proxy_pointer.parse.chunking import (
     CHUNKER_VERSION,
     Chunk,
     ChunkConfig,
@@ -22,13 +25,10 @@ from proxy_pointer.chunking import (
     chunk_tree,
     skip_reasons,
 )
-from proxy_pointer.embeddings import Embedder, HashEmbedder, make_embedder
-from proxy_pointer.errors import ConfigError
-from proxy_pointer.index import Index, update_directory
-from proxy_pointer.noise import NoiseConfig, NoiseDecision
+from proxy_pointer.parse.noise import NoiseConfig, NoiseDecision
+from proxy_pointer.parse.tree import Node, Tree, build_tree, split_lines
 from proxy_pointer.stores import open_store
 from proxy_pointer.tokens import count_tokens, count_tokens_batch, count_tokens_many
-from proxy_pointer.tree import Node, Tree, build_tree, split_lines
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunking"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -13,7 +13,7 @@ from proxy_pointer import cli
 from proxy_pointer.cli import main
 from proxy_pointer.errors import IndexNotFoundError, NotFoundError
 from proxy_pointer.index import Index
-from proxy_pointer.service import Service
+from proxy_pointer.serve.service import Service
 from proxy_pointer.stores import current_generation
 
 LATIN1 = "# Café\n\nLa crème brûlée du café est servie à midi, près de la fenêtre.\n"

@@ -193,7 +193,7 @@ def test_query_ranking_and_packing_options(capsys, docs: Path, tmp_path: Path) -
 def test_query_json_is_the_service_payload(capsys, docs: Path, tmp_path: Path) -> None:
     """``query --json``, Service.query (HTTP /query, MCP search) and Retrieval.to_dict are one
     payload, and every context carries the ref that opens it."""
-    from proxy_pointer.service import Service
+    from proxy_pointer.serve.service import Service
 
     code, _, _ = run_index(capsys, tmp_path, str(docs))
     assert code == 0

@@ -16,7 +16,7 @@ from docx.oxml.ns import qn
 from proxy_pointer.convert import ConversionError, Converted, convert_file, converter_for
 from proxy_pointer.convert.docx import DocxConverter
 from proxy_pointer.convert.html import HtmlConverter
-from proxy_pointer.tree import build_tree
+from proxy_pointer.parse.tree import build_tree
 
 
 def html(body: str, head: str = "") -> bytes:

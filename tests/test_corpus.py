@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from proxy_pointer import Index
-from proxy_pointer.corpus import Corpus, Reader
 from proxy_pointer.embeddings import HashEmbedder
-from proxy_pointer.lexical import terms
-from proxy_pointer.packing import pack
-from proxy_pointer.ranking import group, select
-from proxy_pointer.retrieval import Retriever
+from proxy_pointer.search.corpus import Corpus, Reader
+from proxy_pointer.search.packing import pack
+from proxy_pointer.search.ranking import group, select
+from proxy_pointer.search.retrieval import Retriever
+from proxy_pointer.stores.lexical import terms
 
 DOCS = {
     "a.md": "# Alpha\n\n## Optics\n\nThe telescope mirror is ground from glass.\n\n"

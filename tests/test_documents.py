@@ -10,7 +10,7 @@ import pytest
 
 from proxy_pointer.documents import discover, doc_id_for, read_document
 from proxy_pointer.errors import ConfigError, DocumentError
-from proxy_pointer.tree import build_tree
+from proxy_pointer.parse.tree import build_tree
 
 
 def test_text_is_returned_exactly(tmp_path: Path):

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from proxy_pointer.chunking import ChunkConfig, chunk_tree
 from proxy_pointer.convert import ConversionError
 from proxy_pointer.convert.docx import DocxConverter
 from proxy_pointer.convert.html import HtmlConverter
 from proxy_pointer.convert.pdf import PdfConverter
 from proxy_pointer.errors import IndexCorruptError, IndexMismatchError
 from proxy_pointer.index import Index
-from proxy_pointer.tree import build_tree
+from proxy_pointer.parse.chunking import ChunkConfig, chunk_tree
+from proxy_pointer.parse.tree import build_tree
 
 SEGMENT = Path("segments") / "seg-000001"
 BM25 = SEGMENT / "bm25"

@@ -1,4 +1,4 @@
-"""Tests for proxy_pointer.headings, through ``build_tree``: what is and is not a heading
+"""Tests for proxy_pointer.parse.headings, through ``build_tree``: what is and is not a heading
 (CommonMark, front matter, unclosed fences), heading titles, and heading recovery for
 documents converted from PDF."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from trees import fixture_tree, heads, outline
 
-from proxy_pointer.tree import TreeConfig, build_tree
+from proxy_pointer.parse.tree import TreeConfig, build_tree
 
 
 # --- what is and is not a heading --------------------------------------------------------

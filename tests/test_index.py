@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy_pointer.chunking import ChunkConfig, chunk_tree
 from proxy_pointer.documents import discover
 from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder
 from proxy_pointer.errors import (
@@ -26,9 +25,10 @@ from proxy_pointer.errors import (
     IndexMismatchError,
 )
 from proxy_pointer.index import Index, update_directory
+from proxy_pointer.parse.chunking import ChunkConfig, chunk_tree
+from proxy_pointer.parse.tree import build_tree
 from proxy_pointer.stores import current_generation
-from proxy_pointer.tree import build_tree
-from proxy_pointer.vectors import VectorIndexConfig
+from proxy_pointer.stores.vectors import VectorIndexConfig
 
 FIXTURES = Path(__file__).parent / "fixtures" / "index" / "docs"
 REPO = Path(__file__).resolve().parent.parent
@@ -498,7 +498,7 @@ def test_index_of_another_chunker_version_is_rechunked_on_update(saved: Path,
                                                                  docs: Path) -> None:
     import json
 
-    from proxy_pointer.chunking import CHUNKER_VERSION
+    from proxy_pointer.parse.chunking import CHUNKER_VERSION
 
     manifest_path = current_generation(saved) / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
@@ -522,7 +522,7 @@ def test_index_of_another_chunker_version_is_rechunked_on_update(saved: Path,
 def test_llm_noise_option_reaches_the_chunker() -> None:
     import json
 
-    from proxy_pointer.noise import NoiseConfig
+    from proxy_pointer.parse.noise import NoiseConfig
 
     text = ("# Report\n\n## Methods\n\n" + "We sampled the river weekly. " * 8
             + "\n\n## Boilerplate\n\n" + "This page intentionally describes nothing. " * 8 + "\n")

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from proxy_pointer.chunking import ChunkConfig
 from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.index import Index, IngestProgress
@@ -30,6 +29,7 @@ from proxy_pointer.ingest import (
     embed_checked,
     make_executor,
 )
+from proxy_pointer.parse.chunking import ChunkConfig
 
 REPO = Path(__file__).resolve().parent.parent
 _TOPICS = ["harbor", "orchard", "glacier", "archive", "furnace", "meadow", "quarry", "lantern",

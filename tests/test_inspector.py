@@ -1,4 +1,4 @@
-"""The inspector page (``proxy_pointer/inspector/``) in a real headless browser.
+"""The inspector page (``proxy_pointer/serve/inspector/``) in a real headless browser.
 
 A uvicorn server over a small index runs in a thread; Chromium loads a shared link
 (``/?q=...&budget=...``) and dumps the DOM once the page's fetches are done
@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import pytest
 from loopback import serve_asgi
 
-from proxy_pointer.serve import INSPECTOR
+from proxy_pointer.serve.http import INSPECTOR
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
 QUESTION = "Which dataset is used for Nepali named entity recognition?"
@@ -70,8 +70,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from proxy_pointer.access import Access
     from proxy_pointer.embeddings import HashEmbedder
     from proxy_pointer.index import update_directory
-    from proxy_pointer.serve import create_app
-    from proxy_pointer.service import Service
+    from proxy_pointer.serve.http import create_app
+    from proxy_pointer.serve.service import Service
 
     root = tmp_path_factory.mktemp("inspector")
     shutil.copytree(SAMPLE, root / "docs" / "papers")

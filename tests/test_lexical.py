@@ -1,4 +1,4 @@
-"""Tests for proxy_pointer.lexical: BM25 saved with the index and loaded, not rebuilt."""
+"""Tests for proxy_pointer.stores.lexical: BM25 saved with the index and loaded, not rebuilt."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import IndexCorruptError
 from proxy_pointer.index import Index
-from proxy_pointer.lexical import LexicalIndex, LexicalWriter
 from proxy_pointer.stores import current_generation
+from proxy_pointer.stores.lexical import LexicalIndex, LexicalWriter
 
 TEXTS = [
     "[Harbor > Tides] Ships enter at high tide through the northern channel.",

@@ -20,7 +20,7 @@ from proxy_pointer.llm import (
     llm_from_env,
     make_llm,
 )
-from proxy_pointer.synthesis import ENABLE_SYNTHESIS_HINT
+from proxy_pointer.search.synthesis import ENABLE_SYNTHESIS_HINT
 
 pytestmark = pytest.mark.usefixtures("no_ambient_keys")
 

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 from benchmarks.harness.llama_server import LlamaServer, gemma_path  # noqa: E402
 from proxy_pointer.cli import main  # noqa: E402
-from proxy_pointer.synthesis import parse_citations  # noqa: E402
+from proxy_pointer.search.synthesis import parse_citations  # noqa: E402
 
 DOCS = REPO / "data" / "sample" / "docs"
 QUESTION = "Which dataset is used for Nepali named entity recognition?"

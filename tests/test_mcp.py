@@ -23,7 +23,7 @@ from mcp.client.stdio import stdio_client
 from proxy_pointer import cli
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.index import Index, update_directory
-from proxy_pointer.service import Service
+from proxy_pointer.serve.service import Service
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "docs"
@@ -188,8 +188,8 @@ async def test_stdio_arguments_are_checked_as_http_checks_them(index_dir: Path,
 
 
 async def test_the_schema_carries_this_services_limits(index_dir: Path) -> None:
-    from proxy_pointer.mcp_server import build_server
-    from proxy_pointer.service import Limits
+    from proxy_pointer.serve.mcp import build_server
+    from proxy_pointer.serve.service import Limits
 
     server = build_server(Service(index_dir, limits=Limits(max_budget=500, max_k=7)))
     (search,) = [t for t in await server.list_tools() if t.name == "search"]

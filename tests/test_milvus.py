@@ -26,8 +26,8 @@ from proxy_pointer.errors import (
     StoreError,
 )
 from proxy_pointer.index import Index, update_directory
-from proxy_pointer.ranking import fuse_ranks
-from proxy_pointer.retrieval import RetrievalConfig
+from proxy_pointer.search.ranking import fuse_ranks
+from proxy_pointer.search.retrieval import RetrievalConfig
 from proxy_pointer.stores import open_store
 from proxy_pointer.stores.milvus import MilvusStore, parse_location
 
@@ -340,7 +340,7 @@ def test_batch_cli_and_langchain_retriever_on_milvus(tmp_path: Path, capsys) -> 
 @pytest.mark.parametrize("kind", ["ivf", "hnsw"])
 def test_approximate_vector_index_kinds_in_milvus(kind: str, tmp_path: Path,
                                                   memory_index: Index) -> None:
-    from proxy_pointer.vectors import VectorIndexConfig
+    from proxy_pointer.stores.vectors import VectorIndexConfig
 
     idx = Index.build([SAMPLE], embedder=HashEmbedder(64),
                       vector_config=VectorIndexConfig(kind=kind, nlist=4, nprobe=4))

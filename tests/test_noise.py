@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from proxy_pointer.errors import ConfigError
-from proxy_pointer.noise import (
+from proxy_pointer.parse.noise import (
     CATEGORIES,
     DEFAULT_CATEGORIES,
     NoiseConfig,
@@ -19,7 +19,7 @@ from proxy_pointer.noise import (
     noise_labels,
     normalize_title,
 )
-from proxy_pointer.tree import build_tree
+from proxy_pointer.parse.tree import build_tree
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunking"
 SHARED_10K = Path(__file__).resolve().parents[2] / "shared" / "data" / "finance-10k" / "docs"

@@ -18,8 +18,8 @@ from proxy_pointer.documents import CONVERTED_SUFFIXES
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import NotFoundError
 from proxy_pointer.index import Index, update_directory
-from proxy_pointer.service import Service
-from proxy_pointer.tree import build_tree
+from proxy_pointer.parse.tree import build_tree
+from proxy_pointer.serve.service import Service
 
 fpdf = pytest.importorskip("fpdf")
 

@@ -12,17 +12,17 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy_pointer.blocks import SplitContext, split_bodies
-from proxy_pointer.chunking import ChunkConfig, chunk_tree
-from proxy_pointer.headings import find_headings
 from proxy_pointer.ingest.parsing import parse_document
+from proxy_pointer.parse.blocks import SplitContext, split_bodies
+from proxy_pointer.parse.chunking import ChunkConfig, chunk_tree
+from proxy_pointer.parse.headings import find_headings
+from proxy_pointer.parse.tree import build_tree, split_lines
 from proxy_pointer.tokens import (
     WORD_PIECES,
     DocumentTokens,
     count_tokens_batch,
     span_counters,
 )
-from proxy_pointer.tree import build_tree, split_lines
 
 _ALPHABET = st.sampled_from([
     "a", "b", "Z", "7", " ", " ", "\t", "\n", "\n", "\r\n", "\r", ".", "-", "#", "|", "*", "`",

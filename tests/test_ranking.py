@@ -1,4 +1,4 @@
-"""Tests for proxy_pointer.ranking: sections ranked as sections (chunks / collapsed /
+"""Tests for proxy_pointer.search.ranking: sections ranked as sections (chunks / collapsed /
 traverse), two-stage document selection.
 
 The fixture is the handbook (handbook.py; conftest.py's ``index``), whose answers are known:
@@ -18,7 +18,7 @@ from handbook import twice as _twice
 
 from proxy_pointer import Index
 from proxy_pointer.embeddings import HashEmbedder
-from proxy_pointer.ranking import group, rank_nodes
+from proxy_pointer.search.ranking import group, rank_nodes
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -11,15 +11,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy_pointer import Index
-from proxy_pointer.chunking import ChunkConfig, skip_reasons
 from proxy_pointer.cli import main
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.index import update_directory
 from proxy_pointer.ingest import parse_document
-from proxy_pointer.noise import classify_noise
-from proxy_pointer.segmentation import segmented_tree
+from proxy_pointer.parse.chunking import ChunkConfig, skip_reasons
+from proxy_pointer.parse.noise import classify_noise
+from proxy_pointer.parse.segmentation import segmented_tree
+from proxy_pointer.parse.tree import build_tree
 from proxy_pointer.tokens import count_tokens_batch
-from proxy_pointer.tree import build_tree
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
 PAPER = "1908.05828.md"

@@ -15,15 +15,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy_pointer.chunking import ChunkConfig
 from proxy_pointer.cli import main
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import ConfigError, NotFoundError
 from proxy_pointer.index import Index, update_directory
-from proxy_pointer.packing import Section
+from proxy_pointer.parse.chunking import ChunkConfig
+from proxy_pointer.parse.tree import Node, Tree, build_tree, split_lines
 from proxy_pointer.refs import Ref, SectionText, open_ref
-from proxy_pointer.service import Service
-from proxy_pointer.tree import Node, Tree, build_tree, split_lines
+from proxy_pointer.search.packing import Section
+from proxy_pointer.serve.service import Service
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
 HAS_HTTP = all(importlib.util.find_spec(m) is not None for m in ("fastapi", "httpx"))
@@ -225,11 +225,11 @@ class Openers:
         if HAS_HTTP:
             from fastapi.testclient import TestClient
 
-            from proxy_pointer.serve import create_app
+            from proxy_pointer.serve.http import create_app
 
             self.http = TestClient(create_app(self.service), raise_server_exceptions=False)
         if HAS_MCP:
-            from proxy_pointer.mcp_server import build_server
+            from proxy_pointer.serve.mcp import build_server
 
             self.mcp = build_server(self.service)
 
@@ -353,7 +353,7 @@ def test_a_headerless_document_added_inline_opens_by_the_ref_query_gave(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: ChunkConfig) -> None:
     from fastapi.testclient import TestClient
 
-    from proxy_pointer.serve import TOKEN_ENV, create_app
+    from proxy_pointer.serve.http import TOKEN_ENV, create_app
 
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     update_directory(tmp_path / "idx", [SAMPLE], embedder=HashEmbedder(64),

@@ -1,5 +1,5 @@
-"""Tests for proxy_pointer.rerank: the opt-in LLM rerank of candidates by their breadcrumbs, on
-the handbook (handbook.py; conftest.py's ``index``)."""
+"""Tests for proxy_pointer.search.rerank: the opt-in LLM rerank of candidates by their
+breadcrumbs, on the handbook (handbook.py; conftest.py's ``index``)."""
 
 from __future__ import annotations
 

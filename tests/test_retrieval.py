@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from proxy_pointer import ConfigError, HashEmbedder, Index, RetrievalConfig
-from proxy_pointer.chunking import ChunkConfig
+from proxy_pointer.parse.chunking import ChunkConfig
 from proxy_pointer.tokens import count_tokens
 
 FIXTURES = Path(__file__).parent / "fixtures" / "retrieval"

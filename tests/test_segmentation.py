@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from proxy_pointer import Index
-from proxy_pointer.chunking import ChunkConfig
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import ConfigError
-from proxy_pointer.segmentation import SegmentConfig, segment_lines, segmented_tree
-from proxy_pointer.tree import split_lines
+from proxy_pointer.parse.chunking import ChunkConfig
+from proxy_pointer.parse.segmentation import SegmentConfig, segment_lines, segmented_tree
+from proxy_pointer.parse.tree import split_lines
 
 TOPICS = {
     "bees": "Honey bees forage nectar from clover blossoms; the hive stores honey in wax combs "

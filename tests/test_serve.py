@@ -1,4 +1,4 @@
-"""The HTTP API (`proxy_pointer.serve`) through FastAPI's TestClient, and once for real.
+"""The HTTP API (`proxy_pointer.serve.http`) through FastAPI's TestClient, and once for real.
 
 Every endpoint with good and bad requests, the error contract (``{"error": ...}`` with the
 right status, never a traceback), the bearer token on ``POST /index``, the documents-folder
@@ -31,8 +31,8 @@ from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import LLMError
 from proxy_pointer.index import Index, update_directory
 from proxy_pointer.llm.base import LLMReply
-from proxy_pointer.serve import GENERATION_HEADER, TOKEN_ENV, create_app
-from proxy_pointer.service import Limits, Service
+from proxy_pointer.serve.http import GENERATION_HEADER, TOKEN_ENV, create_app
+from proxy_pointer.serve.service import Limits, Service
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
 QUESTION = "How many sentences does the dataset contain?"
@@ -146,7 +146,7 @@ def test_the_tree_marks_the_sections_indexing_skipped(client: TestClient, tmp_pa
     assert skipped["Acknowledgments"].startswith("noise: acknowledgments (title ")
     assert all("skipped" in n for n in nodes)
     # The index's own chunk config decides: with min_section_chars, small sections are short.
-    from proxy_pointer.chunking import ChunkConfig
+    from proxy_pointer.parse.chunking import ChunkConfig
 
     update_directory(tmp_path / "idx", [SAMPLE / "1908.05828.md"], embedder=HashEmbedder(64),
                      chunk_config=ChunkConfig(min_section_chars=400))

@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 from proxy_pointer.access import Access
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.index import update_directory
-from proxy_pointer.serve import create_app
-from proxy_pointer.service import Service
+from proxy_pointer.serve.http import create_app
+from proxy_pointer.serve.service import Service
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
 TOKEN = "fuzz-token"

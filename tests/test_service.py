@@ -12,7 +12,7 @@ from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import NotFoundError
 from proxy_pointer.index import update_directory
 from proxy_pointer.llm import OpenAICompatibleLLM
-from proxy_pointer.service import Service
+from proxy_pointer.serve.service import Service
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
 NEW_DOC = ("# Zanzibar lighthouse keepers\n\n## Quokka rotations\n\n"
@@ -59,7 +59,7 @@ def test_ask_against_a_refused_llm_port_fails_without_retrying(tmp_path: Path) -
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from proxy_pointer.serve import create_app
+    from proxy_pointer.serve.http import create_app
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -18,8 +18,8 @@ from proxy_pointer.errors import EmbeddingError
 from proxy_pointer.index import Index, update_directory
 from proxy_pointer.stores import current_generation
 from proxy_pointer.stores.disk import DiskSegment
+from proxy_pointer.stores.vectors import VectorIndexConfig, build_approximate
 from proxy_pointer.stores.writer import NpyRows, SegmentWriter, write_segment
-from proxy_pointer.vectors import VectorIndexConfig, build_approximate
 
 BOILERPLATE = ("## Disclaimer\n\nThis document is provided as is, without warranty of any "
                "kind, and may change without notice to the reader.\n")

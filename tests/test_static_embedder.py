@@ -10,11 +10,11 @@ import pytest
 
 pytest.importorskip("model2vec")
 
-from proxy_pointer.chunking import ChunkConfig
 from proxy_pointer.embeddings import StaticEmbedder, make_embedder
 from proxy_pointer.embeddings.static import FAST_MODEL_ID, distilled_minilm
 from proxy_pointer.errors import EmbeddingError, IndexMismatchError
 from proxy_pointer.index import Index
+from proxy_pointer.parse.chunking import ChunkConfig
 from proxy_pointer.tokens import WORD_PIECES, TokenizerFile, count_tokens
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"

@@ -1,4 +1,4 @@
-"""Tests for proxy_pointer.summaries: LLM section summaries as extra proxy chunks, cached by
+"""Tests for proxy_pointer.parse.summaries: LLM section summaries as extra proxy chunks, cached by
 content, on the handbook (handbook.py)."""
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ class _SummaryLLM:
 
 def test_llm_summaries_are_extra_proxies_cached_by_content(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from proxy_pointer.chunking import ChunkConfig
     from proxy_pointer.errors import ConfigError
+    from proxy_pointer.parse.chunking import ChunkConfig
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     root = tmp_path / "docs"

@@ -1,4 +1,4 @@
-"""Tests for proxy_pointer.synthesis: the prompt, checked citations, ``Answer`` (over an
+"""Tests for proxy_pointer.search.synthesis: the prompt, checked citations, ``Answer`` (over an
 in-process LLM, and over the Gemini and OpenAI-compatible backends against local stand-ins).
 
 The backends themselves are tested in test_llm.py."""
@@ -15,8 +15,8 @@ from openai_server import Reply
 
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.refs import Ref
-from proxy_pointer.retrieval import Section
-from proxy_pointer.synthesis import (
+from proxy_pointer.search.retrieval import Section
+from proxy_pointer.search.synthesis import (
     NOT_IN_SECTIONS,
     NOTHING_RETRIEVED,
     Citation,

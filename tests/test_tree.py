@@ -1,4 +1,4 @@
-"""Tests for proxy_pointer.tree: nesting and node ids, ranges, PageIndex-compatible output,
+"""Tests for proxy_pointer.parse.tree: nesting and node ids, ranges, PageIndex-compatible output,
 export, scale. Which lines are headings (and heading recovery): test_headings.py."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from trees import FIXTURES, fixture_tree, heads, outline
 
 from proxy_pointer.errors import ConfigError, DocumentError, IndexCorruptError
-from proxy_pointer.tree import (
+from proxy_pointer.parse.tree import (
     PREAMBLE_ID,
     Node,
     Tree,

@@ -1,4 +1,4 @@
-"""Tests for proxy_pointer.vectors: exact search with row filters, approximate (FAISS IVF and
+"""Tests for proxy_pointer.stores.vectors: exact search with row filters, approximate (FAISS IVF and
 HNSW) recall, and the vector index configuration."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from proxy_pointer.errors import ConfigError, IndexCorruptError
-from proxy_pointer.vectors import VectorIndex, VectorIndexConfig
+from proxy_pointer.stores.vectors import VectorIndex, VectorIndexConfig
 
 
 def _unit(n: int, d: int, seed: int = 0) -> np.ndarray:
@@ -34,7 +34,7 @@ def test_flat_search_and_row_filter() -> None:
 
 @pytest.mark.parametrize("kind", ["hnsw", "ivf"])
 def test_approximate_recall_on_random_vectors(kind: str, tmp_path: Path) -> None:
-    from proxy_pointer.vectors import build_approximate, open_approximate
+    from proxy_pointer.stores.vectors import build_approximate, open_approximate
 
     vecs = _unit(2000, 32, seed=1)
     config = VectorIndexConfig(kind=kind, nprobe=32)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from proxy_pointer.documents import read_document
-from proxy_pointer.tree import Tree, build_tree
+from proxy_pointer.parse.tree import Tree, build_tree
 
 __all__ = ["FIXTURES", "fixture_tree", "heads", "outline"]
 

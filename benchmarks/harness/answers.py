@@ -2,7 +2,7 @@
 
 QASPER's answer F1 (Dasigi et al., 2021): lowercase, drop punctuation and the articles
 a/an/the, split on whitespace, token-level F1 against each reference answer, best
-reference. Synthesis goes through :func:`proxy_pointer.synthesis.synthesize`, the library's
+reference. Synthesis goes through :func:`proxy_pointer.search.synthesis.synthesize`, the library's
 own prompt, so every method's context is answered the same way.
 """
 
@@ -62,8 +62,8 @@ class AnswerScore:
 
 def answer_question(question: Any, context: Context, llm: Any) -> AnswerScore:
     """Have ``llm`` answer ``question`` from ``context``; raises LLMError if it fails."""
-    from proxy_pointer.retrieval import Section
-    from proxy_pointer.synthesis import build_prompt, synthesize
+    from proxy_pointer.search.retrieval import Section
+    from proxy_pointer.search.synthesis import build_prompt, synthesize
 
     sections = [
         Section(doc_id=p.doc_id, node_id=None, title=(p.path or ("",))[-1], path=p.path or (),

@@ -36,7 +36,7 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from proxy_pointer.tree import build_tree
+from proxy_pointer.parse.tree import build_tree
 
 from .context import Context
 from .dataset import Question

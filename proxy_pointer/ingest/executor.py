@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 import numpy as np
 
-from ..chunking import ChunkConfig
 from ..embeddings import Embedder
 from ..errors import ConfigError
+from ..parse.chunking import ChunkConfig
 from .parsing import FailedDocument, ParsedDocument, ReadDocument
 
 if TYPE_CHECKING:

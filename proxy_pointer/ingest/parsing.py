@@ -14,16 +14,16 @@ from dataclasses import dataclass, replace
 from hashlib import sha256
 from typing import TYPE_CHECKING
 
-from ..chunking import Chunk, ChunkConfig, chunk_text, chunk_tree, skip_reasons
 from ..convert import convert_bytes, converter_for, converter_id
 from ..documents import document_kind
 from ..errors import ConfigError, DocumentError
-from ..noise import classify_noise
-from ..segmentation import segmented_tree
+from ..parse.chunking import Chunk, ChunkConfig, chunk_text, chunk_tree, skip_reasons
+from ..parse.noise import classify_noise
+from ..parse.segmentation import segmented_tree
+from ..parse.summaries import SummaryCache, summary_chunks
+from ..parse.tree import build_tree, split_lines
 from ..stores import DocumentRecord
-from ..summaries import SummaryCache, summary_chunks
 from ..tokens import DocumentTokens, TokenCounter
-from ..tree import build_tree, split_lines
 
 if TYPE_CHECKING:
     from ..llm.base import LLM

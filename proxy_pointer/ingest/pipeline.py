@@ -19,7 +19,7 @@ corpus. Identical chunk texts are embedded once per run: a later one takes the s
 vector (read back by row). Nothing is committed here: the caller swaps the staged
 documents in once every batch has succeeded.
 
->>> from proxy_pointer.chunking import ChunkConfig
+>>> from proxy_pointer.parse.chunking import ChunkConfig
 >>> from proxy_pointer.embeddings import HashEmbedder
 >>> run = ingest([Source("a.md", "a.md", text="# A\\n\\n" + "Apples grow on trees. " * 9)],
 ...              embedder=HashEmbedder(16), config=ChunkConfig())
@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..chunking import Chunk, ChunkConfig
 from ..convert import converter_for
 from ..documents import read_bytes, read_document
 from ..embeddings import Embedder
 from ..errors import ConfigError, DocumentError
+from ..parse.chunking import Chunk, ChunkConfig
 from ..stores import DocumentParts
 from ..stores.staging import MemoryStaging, Staging
 from .executor import EMBED_STEP, Batch, Executor, Job, LocalExecutor, embed_checked

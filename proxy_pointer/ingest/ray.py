@@ -30,9 +30,9 @@ from typing import Any, Self
 
 import numpy as np
 
-from ..chunking import ChunkConfig
 from ..embeddings import CachedEmbedder, Embedder, embedder_from_id
 from ..errors import ConfigError, ProxyPointerError
+from ..parse.chunking import ChunkConfig
 from .executor import EMBED_STEP, Batch, Job, check_workers, embed_checked, usable_cpus
 from .parsing import ParsedDocument, ReadDocument
 

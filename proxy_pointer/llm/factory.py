@@ -32,7 +32,7 @@ def make_llm(
 
     Returns ``None`` for ``none``, and for ``gemini`` when no key is configured, so the caller
     can show the retrieved context with
-    :data:`proxy_pointer.synthesis.ENABLE_SYNTHESIS_HINT` instead. Raises
+    :data:`proxy_pointer.search.synthesis.ENABLE_SYNTHESIS_HINT` instead. Raises
     :class:`~proxy_pointer.errors.ConfigError` on an unknown or incomplete spec, and when
     ``openai`` would go to api.openai.com without ``OPENAI_API_KEY``.
     """

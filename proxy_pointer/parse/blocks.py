@@ -1,6 +1,6 @@
 """Cutting a section's text into chunk-sized pieces along its Markdown blocks.
 
-:mod:`proxy_pointer.chunking` decides *which* text becomes chunks (sections, noise,
+:mod:`proxy_pointer.parse.chunking` decides *which* text becomes chunks (sections, noise,
 fallback) and what a chunk records; this module decides *where* that text is cut. A body
 of text is split into blocks (prose, Markdown tables, HTML tables, fenced code); prose is cut
 by langchain's ``RecursiveCharacterTextSplitter``, tables and code between rows or lines
@@ -8,7 +8,7 @@ with their header repeated in what is embedded; pieces are then measured, the on
 long split again, and neighbours that fit together joined. It is kept apart because it is
 the one intricate algorithm of chunking and needs nothing of trees or configs: a
 :class:`SplitContext` carries the text and the size to cut to. The rules are stated in
-:mod:`proxy_pointer.chunking`'s docstring.
+:mod:`proxy_pointer.parse.chunking`'s docstring.
 
 Offsets here are character offsets into the document text; block bounds fall on whole lines.
 """
@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .tokens import WORD_PIECES, DocumentTokens, Sizer, SpanCounter, WordPieceCounter
+from ..tokens import WORD_PIECES, DocumentTokens, Sizer, SpanCounter, WordPieceCounter
 
 __all__ = ["Piece", "SplitContext", "embed_view", "split_bodies"]
 

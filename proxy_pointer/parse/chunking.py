@@ -18,7 +18,7 @@ Rules
   found (a property test checks this on generated documents). ``min_section_chars`` > 0
   (default 0) skips nodes with less own text (whitespace stripped), reported as
   ``"short: ..."`` by :func:`skip_reasons`; their children are still chunked. Noise
-  nodes (:mod:`proxy_pointer.noise`: title rules, plus one LLM call per document with
+  nodes (:mod:`proxy_pointer.parse.noise`: title rules, plus one LLM call per document with
   ``NoiseConfig(use_llm=True)`` and ``chunk_tree(..., noise_llm=llm)``) get no chunk either.
 * **Size.** An embedder reads at most its ``max_tokens`` and ignores the rest (the default,
   all-MiniLM-L6-v2: 256 word pieces), so the default size is in tokens
@@ -51,7 +51,7 @@ Rules
 * **Preamble.** Text before the first heading is chunked like a section; its breadcrumb is
   the document title.
 * **Fallback.** A document without headings is first split into topical segments by
-  :mod:`proxy_pointer.segmentation` (``ChunkConfig.headerless``), which then chunk like
+  :mod:`proxy_pointer.parse.segmentation` (``ChunkConfig.headerless``), which then chunk like
   sections. Otherwise it, plain text (:func:`chunk_text`) and any document in
   ``mode="window"`` are split by a sliding window with the same splitter and
   overlap. Such chunks have ``node_id`` None and their own line span as node bounds. A
@@ -60,9 +60,9 @@ Rules
   than left unsearchable.
 
 This module decides which text becomes chunks and what a chunk records; where the text is
-cut (blocks, tables, row packing, re-splitting) is :mod:`proxy_pointer.blocks`' job.
+cut (blocks, tables, row packing, re-splitting) is :mod:`proxy_pointer.parse.blocks`' job.
 
-Line numbers in :class:`Chunk` are 0-based and half-open, as in :mod:`proxy_pointer.tree`.
+Line numbers in :class:`Chunk` are 0-based and half-open, as in :mod:`proxy_pointer.parse.tree`.
 """
 
 from __future__ import annotations
@@ -72,11 +72,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import ConfigError
+from ..llm.base import LLM
+from ..tokens import DocumentTokens, Sizer, TokenCounter, WordPieceCounter, sizer
 from .blocks import SplitContext, split_bodies
-from .errors import ConfigError
-from .llm.base import LLM
 from .noise import NoiseConfig, NoiseDecision, classify_noise
-from .tokens import DocumentTokens, Sizer, TokenCounter, WordPieceCounter, sizer
 from .tree import Node, Tree, split_lines
 
 __all__ = [
@@ -283,7 +283,7 @@ def chunk_tree(
     word pieces). ``pieces``: the tree's lines already tokenized
     (:class:`~proxy_pointer.tokens.DocumentTokens`), reused to size MiniLM chunks.
 
-    Noise sections come from :func:`~proxy_pointer.noise.classify_noise` with
+    Noise sections come from :func:`~proxy_pointer.parse.noise.classify_noise` with
     ``config.noise``; when ``config.noise.use_llm`` is set, ``noise_llm`` is asked once for
     this document and its labels are added to the title rules (a failing call or an
     unusable reply leaves the rules alone). ``noise`` overrides all of that with ready

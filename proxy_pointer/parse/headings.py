@@ -1,6 +1,6 @@
 """Where a Markdown document's headings are: CommonMark parsing and heading recovery.
 
-:mod:`proxy_pointer.tree` turns a list of headings into the node tree; this module finds
+:mod:`proxy_pointer.parse.tree` turns a list of headings into the node tree; this module finds
 that list. Headings come from markdown-it-py's CommonMark block parser (plus GFM tables and
 YAML front matter), never from line regexes, so ``#`` lines inside code fences of any length
 and either marker, indented code, HTML blocks, front matter, lists and block quotes are not
@@ -9,9 +9,9 @@ headings, while setext headings and ATX headings indented by up to three spaces 
 Recovery (off unless asked for) handles documents converted from PDF, which often mark
 headings only as a bold line or a numbered line, or flatten every heading to one level: such
 lines are promoted and flattened numbered headings re-levelled (see
-:class:`proxy_pointer.tree.TreeConfig`). It guesses, so it lives apart from the exact parse.
+:class:`proxy_pointer.parse.tree.TreeConfig`). It guesses, so it lives apart from the exact parse.
 
-Line numbers here are 0-based, as in :mod:`proxy_pointer.tree`.
+Line numbers here are 0-based, as in :mod:`proxy_pointer.parse.tree`.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def find_headings(text: str, lines: list[str], doc_id: str, *, recover: bool = F
 
     A leading UTF-8 BOM is ignored. With ``recover``, one-line paragraphs that read as
     headings (at most ``max_recovered_title_chars`` characters of plain text) are added and
-    headings are re-levelled (see :class:`proxy_pointer.tree.TreeConfig`). ``doc_id`` only
+    headings are re-levelled (see :class:`proxy_pointer.parse.tree.TreeConfig`). ``doc_id`` only
     names the document in warnings. Never raises on Markdown content.
 
     With ``scan`` (the default) a document without the constructs that can hide a ``#``

@@ -41,7 +41,7 @@ Portuguese, Italian and Chinese. Users add titles and regular expressions (match
 the normalized title with ``re.fullmatch``) through :class:`NoiseConfig`.
 
 An optional LLM pass (:class:`NoiseConfig` ``use_llm=True`` plus an LLM: the ``llm`` argument
-of :func:`classify_noise`, or ``noise_llm`` of :func:`proxy_pointer.chunking.chunk_tree` when
+of :func:`classify_noise`, or ``noise_llm`` of :func:`proxy_pointer.parse.chunking.chunk_tree` when
 indexing) labels noise in one call per document; its labels are added to the rule matches,
 and a reply that cannot be parsed is ignored (the rules still apply).
 """
@@ -56,8 +56,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .errors import ConfigError
-from .llm.base import LLM
+from ..errors import ConfigError
+from ..llm.base import LLM
 from .tree import Node, Tree
 
 __all__ = [
@@ -202,7 +202,7 @@ class NoiseConfig:
     ``extra_scope``. ``keep_titles`` are never noise, whatever matches them.
     ``max_subtree_fraction``: a subtree match larger than this share of the document's lines
     only drops the node's own text. ``use_llm``: also ask an LLM, once per document (the
-    ``llm`` argument of :func:`classify_noise`; :func:`~proxy_pointer.chunking.chunk_tree`
+    ``llm`` argument of :func:`classify_noise`; :func:`~proxy_pointer.parse.chunking.chunk_tree`
     refuses to run without its ``noise_llm``). Raises
     :class:`~proxy_pointer.errors.ConfigError` on an unknown category, a bad scope or a
     pattern that does not compile.

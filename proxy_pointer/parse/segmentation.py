@@ -26,8 +26,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import ConfigError
-from .tokens import count_tokens_batch
+from ..errors import ConfigError
+from ..tokens import count_tokens_batch
 from .tree import Node, Tree
 
 __all__ = ["SegmentConfig", "paragraphs", "segment_lines", "segmented_tree"]

@@ -19,12 +19,12 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..defaults import cache_dir
+from ..tokens import TokenCounter, truncate_to_tokens
 from .chunking import Chunk, breadcrumb_text
-from .defaults import cache_dir
-from .tokens import TokenCounter, truncate_to_tokens
 
 if TYPE_CHECKING:
-    from .llm.base import LLM
+    from ..llm.base import LLM
     from .tree import Tree
 
 __all__ = ["SYSTEM", "SummaryCache", "summary_chunks"]

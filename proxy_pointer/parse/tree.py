@@ -18,7 +18,7 @@ Text before the first heading is a *preamble* node (``node_id`` ``"preamble"``, 
 so no line is ever dropped and the heading nodes keep PageIndex's ids ``"0000"``, ``"0001"``…
 in pre-order.
 
-Headings are found by :mod:`proxy_pointer.headings` with markdown-it-py's CommonMark block
+Headings are found by :mod:`proxy_pointer.parse.headings` with markdown-it-py's CommonMark block
 parser, never with line regexes, so ``#`` lines inside code fences, HTML blocks, front
 matter, lists and block quotes are not headings, while setext headings are. Regex parsers
 (PageIndex's ``md_to_tree``, LangChain's ``MarkdownHeaderTextSplitter``) get these wrong;
@@ -44,8 +44,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .convert.base import page_label, page_span
-from .errors import ConfigError, DocumentError, IndexCorruptError
+from ..convert.base import page_label, page_span
+from ..errors import ConfigError, DocumentError, IndexCorruptError
 from .headings import Heading, find_headings
 
 __all__ = [

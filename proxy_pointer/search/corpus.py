@@ -19,16 +19,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .access import Access
-from .chunking import Chunk
+from ..access import Access
+from ..embeddings.base import Embedder
+from ..parse.chunking import Chunk
+from ..parse.tree import Tree, build_tree
+from ..stores.lexical import tokenize
+from ..stores.records import DocumentRecord
+from ..stores.segments import Pointer, SegmentSet
+from ..stores.vectors import VectorIndexConfig
+from ..tokens import count_tokens_batch
 from .derived import Derived
-from .embeddings.base import Embedder
-from .lexical import tokenize
-from .stores.records import DocumentRecord
-from .stores.segments import Pointer, SegmentSet
-from .tokens import count_tokens_batch
-from .tree import Tree, build_tree
-from .vectors import VectorIndexConfig
 
 __all__ = ["ChunkRows", "Corpus", "DocumentTable", "Reader"]
 

@@ -1,6 +1,6 @@
 """What retrieval derives from one generation of an index and reuses across queries.
 
-A :class:`Derived` belongs to one :class:`~proxy_pointer.corpus.Reader` (one generation):
+A :class:`Derived` belongs to one :class:`~proxy_pointer.search.corpus.Reader` (one generation):
 a change of contents makes a new reader with fresh caches, so nothing derived can go stale
 and nothing needs a version check.
 """
@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .lexical import terms as terms_of
-from .tokens import sentence_pieces
-from .tree import Tree
+from ..parse.tree import Tree
+from ..stores.lexical import terms as terms_of
+from ..tokens import sentence_pieces
 
 __all__ = ["Derived"]
 

@@ -40,13 +40,13 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .convert.base import page_label, page_span
-from .errors import ConfigError
-from .lexical import terms as line_terms_of
+from ..convert.base import page_label, page_span
+from ..errors import ConfigError
+from ..parse.segmentation import paragraphs
+from ..refs import Ref
+from ..stores.lexical import terms as line_terms_of
+from ..tokens import count_tokens, truncate_to_tokens
 from .ranking import Candidate
-from .refs import Ref
-from .segmentation import paragraphs
-from .tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
     from .corpus import Corpus

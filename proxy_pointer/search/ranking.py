@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 if TYPE_CHECKING:
+    from ..parse.tree import Tree
     from .corpus import Corpus
-    from .tree import Tree
 
 __all__ = ["MODES", "Candidate", "fuse_ranks", "group", "keep_documents", "promote", "rank_nodes",
            "select"]

@@ -14,11 +14,11 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
-from .errors import LLMError
+from ..errors import LLMError
 
 if TYPE_CHECKING:
+    from ..llm.base import LLM
     from .corpus import Corpus
-    from .llm.base import LLM
     from .ranking import Candidate
 
 __all__ = ["SYSTEM", "breadcrumb_of", "rerank", "rerank_prompt"]

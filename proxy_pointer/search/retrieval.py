@@ -21,17 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import defaults
-from .access import Access, public_metadata
-from .errors import ConfigError
+from .. import defaults
+from ..access import Access, public_metadata
+from ..errors import ConfigError
+from ..parse.tree import normalize_title
 from .packing import Section, merge_duplicates, pack_evidence, pack_sections, ref
 from .ranking import MODES, fuse_ranks, group, keep_documents, promote, rank_nodes, select
 from .rerank import rerank
-from .tree import normalize_title
 
 if TYPE_CHECKING:
+    from ..llm.base import LLM
     from .corpus import Corpus
-    from .llm.base import LLM
 
 __all__ = ["Retrieval", "RetrievalConfig", "Retriever", "Section"]
 
@@ -179,7 +179,7 @@ class RetrievalConfig:
 
 
 class Retriever:
-    """Answers questions from a :class:`~proxy_pointer.corpus.Corpus` (read-only): an
+    """Answers questions from a :class:`~proxy_pointer.search.corpus.Corpus` (read-only): an
     index's :attr:`~proxy_pointer.index.Index.reader` for one generation throughout, or
     the :class:`~proxy_pointer.index.Index` itself to follow its updates."""
 

@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from .errors import ConfigError
-from .index import Index
-from .packing import Section
-from .retrieval import RetrievalConfig
+from ..errors import ConfigError
+from ..index import Index
+from ..search.packing import Section
+from ..search.retrieval import RetrievalConfig
 
 __all__ = ["OPTIONS", "open_index", "retrieval_options", "section_metadata"]
 

@@ -1,8 +1,8 @@
-"""The HTTP API: a :class:`~proxy_pointer.service.Service` behind FastAPI.
+"""The HTTP API: a :class:`~proxy_pointer.serve.service.Service` behind FastAPI.
 
     proxy-pointer serve --index .proxy_pointer            # then open http://127.0.0.1:8000/
 
-``/`` is the inspector (static files in ``proxy_pointer/inspector/``, under ``/inspector/``):
+``/`` is the inspector (static files in ``proxy_pointer/serve/inspector/``, under ``/inspector/``):
 the documents and their trees, a question's ranked sections with the lines handed over
 highlighted, and how the budget was spent, the query kept in the page's URL. ``/docs`` is
 Swagger UI and ``/redoc`` ReDoc, their scripts served from the ``fastapi-offline`` package, so
@@ -43,8 +43,8 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from .access import ANONYMOUS, Access
-from .errors import (
+from ..access import ANONYMOUS, Access
+from ..errors import (
     ConfigError,
     DocumentError,
     EmbeddingError,
@@ -247,7 +247,7 @@ def create_app(service: Service, *, token: str | None = None,
     from starlette.concurrency import run_in_threadpool
     from starlette.exceptions import HTTPException
 
-    from . import __version__
+    from .. import __version__
 
     lim = service.limits
     secret = os.environ.get(TOKEN_ENV, "") if token is None else token

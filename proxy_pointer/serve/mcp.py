@@ -1,7 +1,7 @@
 """MCP server: an index's sections as tools an agent calls (Model Context Protocol).
 
 Needs the official MCP SDK (``pip install 'proxy-pointer[mcp]'``; mcp 1.x and 2.x both
-work). Four tools over one :class:`~proxy_pointer.service.Service`, so the answers are the
+work). Four tools over one :class:`~proxy_pointer.serve.service.Service`, so the answers are the
 HTTP API's payloads:
 
 - ``search``: the sections that answer a question within a token budget, each with its
@@ -46,14 +46,14 @@ try:
         from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[import-not-found,no-redef]
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "proxy_pointer.mcp_server needs the MCP SDK: pip install 'proxy-pointer[mcp]'"
+        "proxy_pointer.serve.mcp needs the MCP SDK: pip install 'proxy-pointer[mcp]'"
     ) from e
 
-from . import defaults
-from .access import ANONYMOUS, Access
-from .errors import ProxyPointerError
+from .. import defaults
+from ..access import ANONYMOUS, Access
+from ..errors import ProxyPointerError
+from ..stores import open_store
 from .service import Service, describe_invalid
-from .stores import open_store
 
 __all__ = ["build_server", "serve"]
 
@@ -90,7 +90,7 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
     ``host``/``port`` matter only for streamable HTTP (mcp 1.x reads them here, 2.x when
     run). Raises nothing itself; tool errors are reported to the client.
     """
-    from . import __version__
+    from .. import __version__
 
     settings: dict[str, Any] = {"log_level": log_level}
     if MCPServer.__name__ == "FastMCP":  # mcp 1.x: transport settings in the constructor

@@ -1,6 +1,6 @@
 """What the HTTP API and the MCP server answer: one index held open, answers as JSON-ready data.
 
-Both interfaces (:mod:`.serve`, :mod:`.mcp_server`) call a :class:`Service`, so they agree
+Both interfaces (:mod:`.http`, :mod:`.mcp`) call a :class:`Service`, so they agree
 on payload shapes, request limits and errors. A service loads its index once and, before a
 request, picks up a generation another writer committed since (readers keep the generation
 they opened, so a request never sees a half-written index). Bad requests raise
@@ -26,18 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .access import ANONYMOUS, Access, public_metadata
-from .convert import page_span
-from .documents import discover, resolve_doc_id
-from .errors import ConfigError, NotFoundError, ProxyPointerError
-from .index import Index
-from .refs import Ref
-from .retrieval import RetrievalConfig
-from .stores import Store, open_store
+from ..access import ANONYMOUS, Access, public_metadata
+from ..convert import page_span
+from ..documents import discover, resolve_doc_id
+from ..errors import ConfigError, NotFoundError, ProxyPointerError
+from ..index import Index
+from ..refs import Ref
+from ..search.retrieval import RetrievalConfig
+from ..stores import Store, open_store
 
 if TYPE_CHECKING:
-    from .embeddings import Embedder
-    from .llm.base import LLM
+    from ..embeddings import Embedder
+    from ..llm.base import LLM
 
 __all__ = ["Limits", "NotFoundError", "Service", "UnavailableError", "describe_invalid"]
 
@@ -154,7 +154,7 @@ class Service:
     def query(self, question: str, *, access: Access = ANONYMOUS, **options: Any
               ) -> dict[str, Any]:
         """Sections for ``question``: :meth:`Retrieval.to_dict
-        <proxy_pointer.retrieval.Retrieval.to_dict>`, the payload ``query --json`` prints."""
+        <proxy_pointer.search.retrieval.Retrieval.to_dict>`, the payload ``query --json`` prints."""
         question = self._question(question)
         with self.pinned() as idx:
             return idx.retrieve(question, self.config(access=access, **options)).to_dict()
@@ -188,12 +188,12 @@ class Service:
         ``parent_id``, 1-based inclusive ``start_line``/``end_line`` of its section, its
         ``pages`` (first, last; None but for converted PDFs) and ``skipped``: None, or why
         indexing gave the node's own text no chunk, as
-        :func:`~proxy_pointer.chunking.skip_reasons` says it under the index's chunk config
+        :func:`~proxy_pointer.parse.chunking.skip_reasons` says it under the index's chunk config
         (``"noise: references (...)"``, ``"short: ..."``). Noise is decided by the title
         rules only: an index whose noise labels came from an LLM is not asked again, so
         sections only the LLM labelled show as kept."""
-        from .chunking import skip_reasons
-        from .noise import classify_noise
+        from ..parse.chunking import skip_reasons
+        from ..parse.noise import classify_noise
 
         with self.pinned() as idx:
             key = self._doc_key(doc_id, access)

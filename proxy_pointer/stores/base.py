@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..chunking import CHUNKER_VERSION, ChunkConfig
 from ..errors import ConfigError, IndexCorruptError, IndexMismatchError
-from ..vectors import VectorIndexConfig
+from ..parse.chunking import CHUNKER_VERSION, ChunkConfig
 from .records import DocumentRecord
+from .vectors import VectorIndexConfig
 
 if TYPE_CHECKING:
     from .segments import SegmentSet
@@ -51,7 +51,7 @@ class EmbedderInfo:
 class Manifest:
     """The settings and counts of one committed index generation.
 
-    ``chunker_version`` is the :data:`~proxy_pointer.chunking.CHUNKER_VERSION` the chunks
+    ``chunker_version`` is the :data:`~proxy_pointer.parse.chunking.CHUNKER_VERSION` the chunks
     were made with: an index made by another one is re-chunked on update.
     """
 

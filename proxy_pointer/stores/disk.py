@@ -35,13 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from ..chunking import Chunk
 from ..errors import DocumentError, IndexCorruptError
-from ..lexical import LexicalIndex
-from ..tree import Tree
-from ..vectors import VectorIndex, VectorIndexConfig, build_approximate, open_approximate
+from ..parse.chunking import Chunk
+from ..parse.tree import Tree
+from .lexical import LexicalIndex
 from .records import DocumentRecord
 from .segments import DocumentParts, Pointer, remember
+from .vectors import VectorIndex, VectorIndexConfig, build_approximate, open_approximate
 from .writer import APPROX, CHUNK_COLS, INFO, LEXICAL, META, VECTORS, NpyRows
 
 __all__ = ["DiskSegment"]

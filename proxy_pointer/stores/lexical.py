@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .errors import IndexCorruptError
+from ..errors import IndexCorruptError
 
 __all__ = ["LexicalIndex", "LexicalSearch", "LexicalWriter", "idf", "terms", "tokenize",
            "top_rows"]

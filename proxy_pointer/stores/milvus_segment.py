@@ -19,12 +19,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..chunking import Chunk
 from ..errors import ConfigError, DocumentError, IndexCorruptError, ProxyPointerError, StoreError
-from ..tree import Tree
-from ..vectors import VectorIndexConfig
+from ..parse.chunking import Chunk
+from ..parse.tree import Tree
 from .records import DocumentRecord
 from .segments import DocumentParts, Pointer, remember
+from .vectors import VectorIndexConfig
 
 __all__ = ["DEFAULT_NAME", "MilvusConnection", "MilvusSegment", "is_server_uri", "row_key",
            "segment_number"]
@@ -448,7 +448,7 @@ class MilvusSegment:
 
 
 class MilvusVectors:
-    """Dense search of one Milvus segment (the :class:`~proxy_pointer.vectors.VectorSearch`
+    """Dense search of one Milvus segment (the :class:`~proxy_pointer.stores.vectors.VectorSearch`
     contract): inner product over the collection's vector index, filtered to the segment."""
 
     def __init__(self, segment: MilvusSegment, config: VectorIndexConfig) -> None:
@@ -478,7 +478,7 @@ class MilvusVectors:
 
 
 class MilvusLexical:
-    """BM25 of one Milvus segment (the :class:`~proxy_pointer.lexical.LexicalSearch`
+    """BM25 of one Milvus segment (the :class:`~proxy_pointer.stores.lexical.LexicalSearch`
     contract) by Milvus's BM25 function over the chunks' terms.
 
     Milvus weighs terms with statistics over the whole collection, so the per-token

@@ -25,11 +25,11 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..chunking import Chunk
-from ..lexical import LexicalIndex, LexicalSearch, idf, tokenize
-from ..tree import Tree, normalize_title
-from ..vectors import VectorIndex, VectorIndexConfig, VectorSearch
+from ..parse.chunking import Chunk
+from ..parse.tree import Tree, normalize_title
+from .lexical import LexicalIndex, LexicalSearch, idf, tokenize
 from .records import DocumentRecord
+from .vectors import VectorIndex, VectorIndexConfig, VectorSearch
 
 __all__ = [
     "MAX_SMALL_SEGMENTS",

@@ -24,9 +24,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..vectors import VectorIndexConfig
 from .disk import DiskSegment
 from .segments import DocumentParts, SegmentSet
+from .vectors import VectorIndexConfig
 from .writer import SegmentWriter, read_source
 
 __all__ = ["DiskStaging", "Labelling", "MemoryStaging", "Staging"]

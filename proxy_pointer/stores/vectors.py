@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .errors import ConfigError, IndexCorruptError
+from ..errors import ConfigError, IndexCorruptError
 
 __all__ = ["VectorIndex", "VectorIndexConfig", "VectorSearch", "build_approximate",
            "open_approximate"]

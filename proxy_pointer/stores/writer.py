@@ -3,7 +3,7 @@
 A :class:`SegmentWriter` puts each document's rows where the finished segment keeps them as
 it is added: its record and chunk rows into SQLite, its vectors appended to ``vectors.npy``
 (the header is rewritten with the final row count), its chunk texts tokenized into
-:class:`~proxy_pointer.lexical.LexicalWriter`'s scratch files, its source into a sources
+:class:`~proxy_pointer.stores.lexical.LexicalWriter`'s scratch files, its source into a sources
 folder. What stays in memory is the BM25 vocabulary and a few numbers per row, so a
 million-chunk segment is written in a few hundred megabytes; the IVF index of a large
 segment is built at the end from the vectors read back in blocks.
@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import IndexCorruptError
-from ..lexical import LexicalIndex, LexicalWriter
-from ..tree import normalize_title
-from ..vectors import VectorIndexConfig, build_approximate
+from ..parse.tree import normalize_title
+from .lexical import LexicalIndex, LexicalWriter
 from .segments import DocumentParts, chunk_crumbs
+from .vectors import VectorIndexConfig, build_approximate
 
 __all__ = ["APPROX", "CHUNK_COLS", "INFO", "LEXICAL", "META", "SEGMENT_FORMAT", "VECTORS",
            "NpyRows", "SegmentWriter", "fsync_path", "npy_layout", "read_source",

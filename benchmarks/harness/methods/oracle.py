@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from proxy_pointer.tree import Tree, build_tree
+from proxy_pointer.parse.tree import Tree, build_tree
 
 from ..context import Piece
 from ..dataset import Dataset, Question

@@ -41,7 +41,7 @@ __all__ = ["ProxyPointerMethod", "restore_cache", "save_cache", "shown_pages"]
 _SAVED: list[str] = []
 atexit.register(lambda: [shutil.rmtree(p, ignore_errors=True) for p in _SAVED])
 
-_ELLIPSIS = "[…]"  # the library's marker of left-out text (proxy_pointer.packing)
+_ELLIPSIS = "[…]"  # the library's marker of left-out text (proxy_pointer.search.packing)
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,8 @@ def _chunk_config(noise: bool, chunking: str) -> Any:
     if noise and chunking == "tokens":
         return None
     try:
-        from proxy_pointer.chunking import ChunkConfig
-        from proxy_pointer.noise import NoiseConfig
+        from proxy_pointer.parse.chunking import ChunkConfig
+        from proxy_pointer.parse.noise import NoiseConfig
     except ImportError as exc:
         raise MethodUnavailable(f"cannot configure chunking ({exc})") from exc
     config = (ChunkConfig.chars(2000, 200) if chunking == "chars"
@@ -137,7 +137,7 @@ class ProxyPointerMethod:
         paths = [str(dataset.doc_path(d)) for d in dataset.docs]
         texts0, computed0 = embedder.texts, embedder.computed
         t0 = time.perf_counter()
-        from proxy_pointer.vectors import VectorIndexConfig
+        from proxy_pointer.stores.vectors import VectorIndexConfig
 
         index = Index.build(paths, root=str(dataset.docs_dir), embedder=embedder,
                             chunk_config=config,
