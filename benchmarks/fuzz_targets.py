@@ -109,7 +109,7 @@ _CONFIGS = (
 
 def check_chunks(tree: Tree, chunks: list[Chunk], config: ChunkConfig) -> None:
     """What ``proxy_pointer.parse.chunking`` documents of every chunk (the invariants
-    ``tests/test_chunking.py`` checks): text is the source slice, stripped and non-empty, line
+    ``tests/parse/test_chunking.py`` checks): text is the source slice, stripped and non-empty, line
     bounds match, never across a heading, sized to the window (in characters: the embedded
     body), and every non-blank character of a chunked node's own body lies in some chunk."""
     text = tree.text

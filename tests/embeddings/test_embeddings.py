@@ -30,7 +30,7 @@ from proxy_pointer.embeddings import (
 from proxy_pointer.embeddings.factory import KINDS, SPEC_HELP
 from proxy_pointer.errors import ConfigError, EmbeddingError
 
-REPO = Path(__file__).absolute().parents[1]
+REPO = Path(__file__).absolute().parents[2]
 
 
 def _norms(mat: np.ndarray) -> np.ndarray:

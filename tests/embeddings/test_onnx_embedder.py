@@ -21,7 +21,7 @@ from proxy_pointer.errors import ConfigError, EmbeddingError, IndexMismatchError
 from proxy_pointer.index import Index
 from proxy_pointer.tokens import WORD_PIECES, TokenizerFile, count_tokens
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "docs"
 TEXTS = [
     "[Paper > Experiments] We train a BiLSTM-CRF on the Nepali NER dataset.",
     "short",

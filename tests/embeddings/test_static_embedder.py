@@ -17,7 +17,7 @@ from proxy_pointer.index import Index
 from proxy_pointer.parse.chunking import ChunkConfig
 from proxy_pointer.tokens import WORD_PIECES, TokenizerFile, count_tokens
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "docs"
 
 
 @pytest.fixture(scope="module")

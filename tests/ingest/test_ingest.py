@@ -31,7 +31,7 @@ from proxy_pointer.ingest import (
 )
 from proxy_pointer.parse.chunking import ChunkConfig
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 _TOPICS = ["harbor", "orchard", "glacier", "archive", "furnace", "meadow", "quarry", "lantern",
            "canal", "pottery", "beacon", "vineyard", "saddle", "mill", "observatory", "ferry"]
 

@@ -21,7 +21,7 @@ from proxy_pointer.ingest import RayExecutor, make_executor
 
 ray = pytest.importorskip("ray")
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "docs"
 # Small batches: the sample's four papers (about 16 KB each) make several batches, so
 # several are in flight on the two actors at once.
 SMALL = 20_000

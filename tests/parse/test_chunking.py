@@ -30,8 +30,8 @@ from proxy_pointer.parse.tree import Node, Tree, build_tree, split_lines
 from proxy_pointer.stores import open_store
 from proxy_pointer.tokens import count_tokens, count_tokens_batch, count_tokens_many
 
-FIXTURES = Path(__file__).parent / "fixtures" / "chunking"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "chunking"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 WINDOW = 256  # MiniLM's input limit, [CLS] and [SEP] included
 
 

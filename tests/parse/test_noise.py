@@ -21,8 +21,8 @@ from proxy_pointer.parse.noise import (
 )
 from proxy_pointer.parse.tree import build_tree
 
-FIXTURES = Path(__file__).parent / "fixtures" / "chunking"
-SHARED_10K = Path(__file__).resolve().parents[2] / "shared" / "data" / "finance-10k" / "docs"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "chunking"
+SHARED_10K = Path(__file__).resolve().parents[3] / "shared" / "data" / "finance-10k" / "docs"
 
 
 def _tree(name: str):

@@ -11,7 +11,7 @@ from proxy_pointer import ConfigError, HashEmbedder, Index, RetrievalConfig
 from proxy_pointer.parse.chunking import ChunkConfig
 from proxy_pointer.tokens import count_tokens
 
-FIXTURES = Path(__file__).parent / "fixtures" / "retrieval"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "retrieval"
 REPORT = "water_report.md"
 
 
@@ -231,7 +231,7 @@ def test_stored_line_counts_give_exact_section_sizes(tmp_path: Path) -> None:
     crlf += "| a | b |\r\n|---|---|\r\n| 1 | 2 |\r\n"
     sources = {p.name: p.read_text(encoding="utf-8") for p in FIXTURES.iterdir()}
     sources.update({"crlf.md": crlf, "pepsico.md": next(
-        (Path(__file__).parent / "fixtures" / "tree").glob("*pepsico*.md")).read_text()})
+        (Path(__file__).parents[1] / "fixtures" / "tree").glob("*pepsico*.md")).read_text()})
     idx = Index(embedder=HashEmbedder(64))
     for doc_id, text in sources.items():
         idx.add_text(doc_id, text)

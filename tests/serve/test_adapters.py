@@ -16,7 +16,7 @@ from proxy_pointer import ConfigError, HashEmbedder, Index
 from proxy_pointer import langchain as lc
 from proxy_pointer import llama_index as li
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "docs"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "docs"
 QUESTION = "How is the poem generated from an image?"
 _INDEX = Index.build([SAMPLE], embedder=HashEmbedder(64))
 ONE = "1908.05828.md"

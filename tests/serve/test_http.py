@@ -4,7 +4,7 @@ Every endpoint with good and bad requests, the error contract (``{"error": ...}`
 right status, never a traceback), the bearer token on ``POST /index``, the documents-folder
 fence, and queries served while an update commits, each from one whole generation. The
 inspector's files and the API docs are served from the package, with no CDN
-(``tests/test_inspector.py`` runs the page in a browser).
+(``tests/serve/test_inspector.py`` runs the page in a browser).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from proxy_pointer.llm.base import LLMReply
 from proxy_pointer.serve.http import GENERATION_HEADER, TOKEN_ENV, create_app
 from proxy_pointer.serve.service import Limits, Service
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "docs"
 QUESTION = "How many sentences does the dataset contain?"
 TOKEN = "s3cret-token"
 #: A document no sample paper resembles; its words make it the top hit once indexed.

@@ -23,7 +23,7 @@ from loopback import serve_asgi
 
 from proxy_pointer.serve.http import INSPECTOR
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "docs"
 QUESTION = "Which dataset is used for Nepali named entity recognition?"
 #: A document whose heading and text hold markup: the page must show it as text.
 TAGS_DOC = ("# Lighthouse keepers\n\n"

@@ -25,7 +25,7 @@ from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.index import Index, update_directory
 from proxy_pointer.serve.service import Service
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "docs"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 TOOLS = {"search", "get_section", "outline", "list_documents"}

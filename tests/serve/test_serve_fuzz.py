@@ -21,7 +21,7 @@ from proxy_pointer.index import update_directory
 from proxy_pointer.serve.http import create_app
 from proxy_pointer.serve.service import Service
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "docs"
 TOKEN = "fuzz-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 ERROR_STATUSES = ("400", "401", "403", "404", "413", "415", "422", "500", "502", "503")

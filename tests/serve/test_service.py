@@ -14,7 +14,7 @@ from proxy_pointer.index import update_directory
 from proxy_pointer.llm import OpenAICompatibleLLM
 from proxy_pointer.serve.service import Service
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "docs"
 NEW_DOC = ("# Zanzibar lighthouse keepers\n\n## Quokka rotations\n\n"
            "The zanzibar lighthouse keepers rotate quokka shifts every fortnight.\n\n"
            "## Lamp care\n\nThe lamp is cleaned at dawn with vinegar and newspaper.\n")

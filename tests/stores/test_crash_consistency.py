@@ -29,7 +29,7 @@ from benchmarks.bench_crash import (
     write_cycle,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _child(script: str) -> subprocess.Popen[str]:

@@ -31,7 +31,7 @@ from proxy_pointer.search.retrieval import RetrievalConfig
 from proxy_pointer.stores import open_store
 from proxy_pointer.stores.milvus import MilvusStore, parse_location
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "docs"
 QUESTIONS = [
     "What is the best model?",
     "How many sentences does the dataset contain?",

@@ -33,7 +33,7 @@ from proxy_pointer.stores import (
     write_lock,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _gen(target: Path) -> Path:
