@@ -193,6 +193,8 @@ def child_time(corpus: str, profile: bool) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- parent side
 def run_in(checkout: Path, *args: str) -> Any:
+    """Run this file as a script with ``args`` in a child that imports ``proxy_pointer`` from
+    ``checkout`` (``PYTHONPATH`` and ``cwd``); its last stdout line, read as JSON."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     res = subprocess.run([sys.executable, str(Path(__file__).resolve()), *args], cwd=checkout,
                          env=env, capture_output=True, text=True, check=False)
@@ -258,8 +260,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write(out_dir: Path, identity: dict[str, Any], speed: dict[str, Any], repeats: int) -> None:
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.common import environment, write_report
+    # Imported here, not at the top: the children run this file as a script (see run_in),
+    # outside the package, and need only the child_* functions.
+    from .common import environment, write_report
 
     data = {"identity": identity, "speed": speed, "repeats": repeats,
             "environment": environment("tokenizers", "markdown-it-py")}

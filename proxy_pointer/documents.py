@@ -18,6 +18,7 @@ from pathlib import Path, PurePath
 from .errors import ConfigError, DocumentError
 
 __all__ = [
+    "CONVERTED_FORMATS",
     "CONVERTED_SUFFIXES",
     "DEFAULT_INCLUDE",
     "DOCUMENT_SUFFIXES",
@@ -31,8 +32,18 @@ __all__ = [
     "resolve_doc_id",
 ]
 
+#: Formats converted to Markdown before indexing, the one place each is named: the converter
+#: (``module:Class`` in :mod:`proxy_pointer.convert`, imported when its first file is met) ->
+#: the lower-case file endings it reads. :data:`CONVERTED_SUFFIXES`,
+#: ``proxy_pointer.convert.CONVERTERS`` and each converter's ``suffixes`` derive from it; it
+#: lives here, not in ``convert/``, so that finding documents imports no converter code.
+CONVERTED_FORMATS: dict[str, tuple[str, ...]] = {
+    "pdf:PdfConverter": (".pdf",),
+    "html:HtmlConverter": (".html", ".htm"),
+    "docx:DocxConverter": (".docx",),
+}
 #: Endings of files converted to Markdown before indexing (``convert/``: PDF, HTML, Word).
-CONVERTED_SUFFIXES = (".pdf", ".html", ".htm", ".docx")
+CONVERTED_SUFFIXES = tuple(s for suffixes in CONVERTED_FORMATS.values() for s in suffixes)
 #: File name endings indexed by default; the one list every other default derives from.
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", *CONVERTED_SUFFIXES)
 #: Endings of plain-text files, chunked by sliding windows (no headings to follow).

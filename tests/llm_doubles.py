@@ -1,9 +1,9 @@
-"""LLM test doubles shared by test_llm.py and test_synthesis.py.
+"""LLM backends for tests, pointed at local servers (the in-process double is
+:class:`proxy_pointer.llm.ScriptedLLM`).
 
-``Sleeps`` records backoff delays instead of waiting, ``ScriptedLLM`` answers in process, and
-``gemini_llm`` / ``openai_llm`` build the real backends pointed at the local stand-in servers
-(``gemini_server.FakeGemini``, ``openai_server.FakeOpenAIServer``; their fixtures are in
-conftest.py).
+``Sleeps`` records backoff delays instead of waiting, and ``gemini_llm`` / ``openai_llm``
+build the real backends pointed at the local stand-in servers (``gemini_server.FakeGemini``,
+``openai_server.FakeOpenAIServer``; their fixtures are in conftest.py).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from gemini_server import FakeGemini
 from openai_server import FakeOpenAIServer
 
-from proxy_pointer.llm import GeminiLLM, LLMReply, OpenAICompatibleLLM
+from proxy_pointer.llm import GeminiLLM, OpenAICompatibleLLM
 
-__all__ = ["ScriptedLLM", "Sleeps", "gemini_llm", "openai_llm"]
+__all__ = ["Sleeps", "gemini_llm", "openai_llm"]
 
 
 class Sleeps(list):
@@ -21,20 +21,6 @@ class Sleeps(list):
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
-
-
-class ScriptedLLM:
-    """An in-process LLM returning a fixed text and recording its prompts."""
-
-    model_id = "scripted"
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.calls: list[tuple[str, str | None]] = []
-
-    def generate(self, prompt: str, *, system: str | None = None) -> LLMReply:
-        self.calls.append((prompt, system))
-        return LLMReply(self.text, 100, 20, "scripted-v1")
 
 
 def openai_llm(server: FakeOpenAIServer, sleeps=None, **kw) -> OpenAICompatibleLLM:

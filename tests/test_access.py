@@ -423,23 +423,12 @@ def test_framework_retrievers_take_the_principal(index: Index) -> None:
 
 
 def test_an_answer_cannot_cite_a_hidden_section(built: Path) -> None:
-    from proxy_pointer.llm.base import LLMReply
+    from proxy_pointer.llm import ScriptedLLM
     from proxy_pointer.serve.service import Service
 
-    class CitesHidden:
-        """An LLM that cites a hidden section it was never shown (a guess, or an injection)."""
-
-        model_id = "cites-hidden"
-
-        def __init__(self) -> None:
-            self.prompts: list[str] = []
-
-        def generate(self, prompt: str, *, system: str | None = None) -> LLMReply:
-            self.prompts.append(prompt)
-            return LLMReply("Holidays are 25 days [public/handbook.md#0001] and the CEO earns "
-                            "a lot [hr/compensation.md#0001].", 10, 5, self.model_id)
-
-    llm = CitesHidden()
+    # Cites a hidden section it was never shown (a guess, or an injection).
+    llm = ScriptedLLM("Holidays are 25 days [public/handbook.md#0001] and the CEO earns "
+                      "a lot [hr/compensation.md#0001].", model_id="cites-hidden")
     answer = Service(built / "idx", llm=llm).ask(HOLIDAY_Q, k=3)
     _no_secrets(llm.prompts[0])  # nothing hidden reached the model
     valid = {c["ref"]: c["valid"] for c in answer["citations"]}

@@ -38,7 +38,7 @@ PUBLIC = {
 #: inside a function.
 LAYERS = [
     # protocols and leaves: no dependency on anything but errors
-    {"errors", "defaults", "access", "tokens", "_retry", "bundled", "llm.base",
+    {"errors", "defaults", "access", "tokens", "_retry", "bundled", "llm.base", "llm.scripted",
      "embeddings.base", "convert.base", "convert.numbering", "convert.markdown"},
     {"convert.pdf", "convert.html", "convert.docx", "convert",
      "documents", "parse.tree", "parse.headings", "refs", "parse"},

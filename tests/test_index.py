@@ -522,30 +522,22 @@ def test_index_of_another_chunker_version_is_rechunked_on_update(saved: Path,
 def test_llm_noise_option_reaches_the_chunker() -> None:
     import json
 
+    from proxy_pointer.llm import ScriptedLLM
     from proxy_pointer.parse.noise import NoiseConfig
 
     text = ("# Report\n\n## Methods\n\n" + "We sampled the river weekly. " * 8
             + "\n\n## Boilerplate\n\n" + "This page intentionally describes nothing. " * 8 + "\n")
 
-    class Reply:
-        def __init__(self, text: str) -> None:
-            self.text = text
-
-    class MarksBoilerplate:
-        calls = 0
-
-        def generate(self, prompt: str, *, system: str | None = None) -> Reply:
-            MarksBoilerplate.calls += 1
-            node = build_tree(text, doc_id="r.md").nodes
-            target = next(n.node_id for n in node if n.title == "Boilerplate")
-            return Reply(json.dumps({"noise": [{"id": target, "category": "foreword"}]}))
+    target = next(n.node_id for n in build_tree(text, doc_id="r.md").nodes
+                  if n.title == "Boilerplate")
 
     cfg = ChunkConfig(noise=NoiseConfig(use_llm=True))
     with pytest.raises(ConfigError, match="index_llm="):
         Index(embedder=HashEmbedder(32), chunk_config=cfg).add_text("r.md", text)
-    idx = Index(embedder=HashEmbedder(32), chunk_config=cfg, index_llm=MarksBoilerplate())
+    llm = ScriptedLLM(json.dumps({"noise": [{"id": target, "category": "foreword"}]}))
+    idx = Index(embedder=HashEmbedder(32), chunk_config=cfg, index_llm=llm)
     idx.add_text("r.md", text)
-    assert MarksBoilerplate.calls == 1
+    assert len(llm.calls) == 1
     assert {c.title for c in idx.chunks} == {"Methods"}
 
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from llm_doubles import ScriptedLLM
 
 from proxy_pointer.cli import main
 from proxy_pointer.convert import convert_file, converter_for, converter_id
@@ -18,6 +17,7 @@ from proxy_pointer.documents import CONVERTED_SUFFIXES
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import NotFoundError
 from proxy_pointer.index import Index, update_directory
+from proxy_pointer.llm import ScriptedLLM
 from proxy_pointer.parse.tree import build_tree
 from proxy_pointer.serve.service import Service
 

@@ -1,7 +1,9 @@
 """Converters from the formats users hold (PDF, HTML, Word) to Markdown, one module each.
 
 :func:`converter_for` picks the converter of a file name; :func:`convert_file` reads and
-converts a file. Each backend module is imported only when a file of its format is met.
+converts a file. Each backend module is imported only when a file of its format is met. A new
+format is a module here with its :class:`Converter` class, plus one line in
+:data:`proxy_pointer.documents.CONVERTED_FORMATS`, from which every list of endings derives.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from ..documents import read_bytes
+from ..documents import CONVERTED_FORMATS, read_bytes
 from .base import ConversionError, Converted, Converter, page_label, page_of, page_span
 
 __all__ = [
@@ -26,12 +28,10 @@ __all__ = [
     "page_span",
 ]
 
-#: File ending -> ``module:Class`` of its converter, the one list of converted formats.
+#: File ending -> ``module:Class`` of its converter; declared per converter in
+#: :data:`proxy_pointer.documents.CONVERTED_FORMATS`.
 CONVERTERS: dict[str, str] = {
-    ".pdf": "pdf:PdfConverter",
-    ".html": "html:HtmlConverter",
-    ".htm": "html:HtmlConverter",
-    ".docx": "docx:DocxConverter",
+    suffix: spec for spec, suffixes in CONVERTED_FORMATS.items() for suffix in suffixes
 }
 
 _LOADED: dict[str, Converter] = {}

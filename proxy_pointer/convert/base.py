@@ -48,8 +48,9 @@ class Converter(Protocol):
 
     ``name`` and ``version`` together are the converter's id (``"pdf/3"``): a document is
     converted again when its bytes or this id change. ``suffixes`` are the lower-case file
-    endings it reads. ``convert`` raises :class:`ConversionError` naming ``name`` (the file)
-    for a file it cannot read; it never raises anything else on file content.
+    endings it reads (its entry in :data:`proxy_pointer.documents.CONVERTED_FORMATS`).
+    ``convert`` raises :class:`ConversionError` naming ``name`` (the file) for a file it
+    cannot read; it never raises anything else on file content.
     """
 
     name: str

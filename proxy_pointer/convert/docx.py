@@ -6,7 +6,7 @@ boxes entered), because python-docx's ``Paragraph.text`` reads only direct runs 
 hyperlinks and so drops tracked insertions, simple fields and inline content controls.
 Heading levels come from paragraph styles: the outline level a style (or the paragraph)
 declares, else a ``Heading N`` name, through ``basedOn`` chains, so localized and custom
-heading styles count. The rendering is shared with :mod:`.html` (:func:`.html.render`).
+heading styles count. The rendering is shared with :mod:`.html` (:func:`.markdown.render`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from docx.exceptions import PythonDocxError
 from docx.opc.exceptions import PackageNotFoundError
 from lxml import etree  # type: ignore[import-untyped]
 
+from ..documents import CONVERTED_FORMATS
 from .base import ConversionError, Converted
 from .markdown import Block, Cell, collapse, para_block, recover_headings, render, table_blocks
 
@@ -345,7 +346,7 @@ def _levels(blocks: list[Block]) -> list[Block]:
     Consecutive Title paragraphs become one heading. With a Title and a level-1 heading, the
     Title is level 1 and every heading moves one level down; otherwise levels stay as styled
     (a Title over Heading 2s needs no shift, and no level is left empty). Without any heading
-    style, bold and numbered paragraphs are recovered (:func:`.html.recover_headings`).
+    style, bold and numbered paragraphs are recovered (:func:`.markdown.recover_headings`).
     """
     merged: list[Block] = []
     for b in blocks:
@@ -378,7 +379,7 @@ class DocxConverter:
 
     name = "docx"
     version = "1"
-    suffixes = (".docx",)
+    suffixes = CONVERTED_FORMATS["docx:DocxConverter"]
 
     def convert(self, data: bytes, name: str) -> Converted:
         """The Markdown of the Word file in ``data``.

@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 
 from lxml import etree  # type: ignore[import-untyped]
 
+from ..documents import CONVERTED_FORMATS
 from .base import ConversionError, Converted
 from .markdown import Block, Cell, collapse, para_block, recover_headings, render, table_blocks
 
@@ -309,7 +310,7 @@ class HtmlConverter:
 
     name = "html"
     version = "1"
-    suffixes = (".html", ".htm")
+    suffixes = CONVERTED_FORMATS["html:HtmlConverter"]
 
     def convert(self, data: bytes, name: str) -> Converted:
         """The Markdown of the page in ``data``; :class:`ConversionError` when it has no text.

@@ -35,6 +35,7 @@ from itertools import pairwise
 import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
 
+from ..documents import CONVERTED_FORMATS
 from .base import ConversionError, Converted
 from .numbering import numbering_rank
 
@@ -179,7 +180,7 @@ class PdfConverter:
 
     name = "pdf"
     version = "3"
-    suffixes = (".pdf",)
+    suffixes = CONVERTED_FORMATS["pdf:PdfConverter"]
 
     def convert(self, data: bytes, name: str) -> Converted:
         """Convert a PDF's bytes; :class:`ConversionError` naming ``name`` for a PDF that is

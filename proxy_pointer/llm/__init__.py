@@ -4,7 +4,9 @@
 Ollama, vLLM, llama.cpp, LM Studio...). Both retry rate limits, server errors and network
 failures with exponential backoff and jitter, and fail at once, with an
 :class:`~proxy_pointer.errors.LLMError` that says why, on a rejected key or invalid request.
-Any object with ``model_id`` and ``generate(prompt, *, system=None) -> LLMReply`` is an LLM.
+:class:`ScriptedLLM` answers in process from a script and records its prompts: no server,
+for tests and offline runs. Any object with ``model_id`` and
+``generate(prompt, *, system=None) -> LLMReply`` is an LLM.
 
 Choosing a backend from plain config (see :func:`make_llm`)::
 
@@ -14,12 +16,48 @@ Choosing a backend from plain config (see :func:`make_llm`)::
                                 OPENAI_BASE_URL (default https://api.openai.com/v1), key from
                                 OPENAI_API_KEY (optional for local servers)
     none                        no synthesis
+
+Names are imported on first use, like the package's: the protocol alone loads no backend.
 """
 
-from .base import LLM, LLMReply
-from .factory import llm_from_env, make_llm
-from .gemini import DEFAULT_GEMINI_MODEL, GeminiLLM
-from .openai_compatible import DEFAULT_OPENAI_BASE_URL, OpenAICompatibleLLM
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import LLM, LLMReply
+    from .factory import llm_from_env, make_llm
+    from .gemini import DEFAULT_GEMINI_MODEL, GeminiLLM
+    from .openai_compatible import DEFAULT_OPENAI_BASE_URL, OpenAICompatibleLLM
+    from .scripted import ScriptedLLM
+
+# Public name -> the module that defines it (imported on first attribute access).
+_LAZY = {
+    "DEFAULT_GEMINI_MODEL": "gemini",
+    "DEFAULT_OPENAI_BASE_URL": "openai_compatible",
+    "LLM": "base",
+    "GeminiLLM": "gemini",
+    "LLMReply": "base",
+    "OpenAICompatibleLLM": "openai_compatible",
+    "ScriptedLLM": "scripted",
+    "llm_from_env": "factory",
+    "make_llm": "factory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "DEFAULT_GEMINI_MODEL",
@@ -28,6 +66,7 @@ __all__ = [
     "GeminiLLM",
     "LLMReply",
     "OpenAICompatibleLLM",
+    "ScriptedLLM",
     "llm_from_env",
     "make_llm",
 ]

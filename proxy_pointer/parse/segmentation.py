@@ -1,15 +1,15 @@
 """Topical segments for documents without headings: sections where the author gave none.
 
-A document with no heading used to be cut into blind sliding windows. Here it is split
-into contiguous topical segments with TextTiling (Hearst, 1997), which needs no LLM and
-no embedder, so it runs where documents are parsed: the text is tiled into blocks
+A document with no heading is split into contiguous topical segments, rather than cut
+into blind sliding windows, with TextTiling (Hearst, 1997), which needs no LLM and no
+embedder, so it runs where documents are parsed: the text is tiled into blocks
 (paragraphs: runs of non-blank lines with the blank lines after them); the gap between
 two blocks scores the cosine of the word counts of the ``window`` blocks on either side;
 a gap's *depth* is how far that similarity dips below the nearest peaks on both sides.
 Gaps that are local peaks of depth and at least as deep as ``mean - std / 2`` of all
 depths become boundaries, deepest first, as long as no segment falls under
-``min_tokens``; a segment still over
-``max_tokens`` is then split at its deepest remaining gap.
+``min_tokens``; a segment still over ``max_tokens`` is then split at its deepest remaining
+gap.
 
 Each segment becomes a level-1 node of the document's tree, titled with its opening
 words and without a heading line (``start == body_start``), so it is chunked, pointed at

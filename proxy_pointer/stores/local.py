@@ -130,6 +130,26 @@ def _segment_list(raw: dict[str, Any], source: str) -> list[tuple[str, list[str]
     return out
 
 
+def _commit_generation(directory: Path, name: str, manifest: Manifest,
+                       listed: list[tuple[str, list[str]]]) -> Path:
+    """Write generation ``name`` (its manifest naming the ``listed`` segments) and point
+    ``CURRENT`` at it, each step atomic and synced; returns the generation's folder."""
+    gen = directory / name
+    tmp = directory / f".tmp-{gen.name}-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    body = {**manifest.to_dict(),
+            "segments": [{"name": n, "deleted": d} for n, d in listed]}
+    _write_file(tmp / "manifest.json", json.dumps(body, indent=1, sort_keys=True).encode())
+    fsync_path(tmp)
+    os.rename(tmp, gen)
+    pointer = directory / f".{_CURRENT}.tmp"
+    _write_file(pointer, (gen.name + "\n").encode())
+    os.replace(pointer, directory / _CURRENT)
+    fsync_path(directory)
+    return gen
+
 class LocalStore:
     """An index directory on the local file system (see the module docstring for layout).
 
@@ -240,8 +260,31 @@ class LocalStore:
         previous = current_generation(directory)
         gen_num = max([_generation_number(p.name) for p in directory.glob("gen-*")]
                       + [_generation_number(previous.name) if previous else 0]) + 1
-        next_seg = max([_generation_number(p.name) for p in seg_dir.glob("seg-*")] + [0]) + 1
+        listed = self._write_segments(manifest, segments)
+        fsync_path(src_dir)
+        fsync_path(seg_dir)
 
+        opened = {name: DiskSegment(seg_dir / name, source=self._source,
+                                    dimension=manifest.embedder.dimension)
+                  for name, _ in listed}
+        committed = SegmentSet([(opened[n], gone) for n, gone in listed],
+                               manifest.embedder.dimension)
+        n_docs, n_chunks = committed.n_documents(), committed.n_rows
+        manifest = dataclasses.replace(manifest, schema_version=SCHEMA_VERSION,
+                                       n_documents=n_docs, n_chunks=n_chunks)
+        gen = _commit_generation(directory, f"gen-{gen_num:06d}", manifest, listed)
+        self._collect_garbage(gen, previous, opened)
+        return gen.name, committed
+
+    def _write_segments(self, manifest: Manifest, segments: SegmentSet
+                        ) -> list[tuple[str, list[str]]]:
+        """Bring ``segments`` into ``segments/``: keep the ones there, link in finished ones
+        staged elsewhere, rewrite the rest (and their sources) as one new segment.
+
+        Returns ``(segment name, deleted doc ids)`` of every segment of the generation.
+        """
+        seg_dir = self.directory / _SEGMENTS
+        next_seg = max([_generation_number(p.name) for p in seg_dir.glob("seg-*")] + [0]) + 1
         listed: list[tuple[str, list[str]]] = []
         merge: list[tuple[str, Segment]] = []  # (doc_id, segment) of documents to rewrite
         rewritten = 0  # their rows
@@ -283,33 +326,7 @@ class LocalStore:
                           dimension=manifest.embedder.dimension,
                           config=manifest.vector_index, lexical=lexical)
             listed.append((name, []))
-        fsync_path(src_dir)
-        fsync_path(seg_dir)
-
-        opened = {name: DiskSegment(seg_dir / name, source=self._source,
-                                    dimension=manifest.embedder.dimension)
-                  for name, _ in listed}
-        committed = SegmentSet([(opened[n], gone) for n, gone in listed],
-                               manifest.embedder.dimension)
-        n_docs, n_chunks = committed.n_documents(), committed.n_rows
-        manifest = dataclasses.replace(manifest, schema_version=SCHEMA_VERSION,
-                                       n_documents=n_docs, n_chunks=n_chunks)
-        gen = directory / f"gen-{gen_num:06d}"
-        tmp = directory / f".tmp-{gen.name}-{os.getpid()}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
-        body = {**manifest.to_dict(),
-                "segments": [{"name": n, "deleted": d} for n, d in listed]}
-        _write_file(tmp / "manifest.json", json.dumps(body, indent=1, sort_keys=True).encode())
-        fsync_path(tmp)
-        os.rename(tmp, gen)
-        pointer = directory / f".{_CURRENT}.tmp"
-        _write_file(pointer, (gen.name + "\n").encode())
-        os.replace(pointer, directory / _CURRENT)
-        fsync_path(directory)
-        self._collect_garbage(gen, previous, opened)
-        return gen.name, committed
+        return listed
 
     def _store_source(self, sha256: str, text: str) -> None:
         store_source(self.directory / _SOURCES, sha256, text)
@@ -429,4 +446,3 @@ def index_size_bytes(directory: str | os.PathLike[str]) -> int:
         shas.update(seg.sha256s().values())
         seg.close()
     return total + sum((directory / _SOURCES / h).stat().st_size for h in shas)
-

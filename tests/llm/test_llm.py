@@ -8,7 +8,7 @@ import socket
 import gemini_server
 import pytest
 from gemini_server import error_reply
-from llm_doubles import ScriptedLLM, Sleeps, gemini_llm, openai_llm
+from llm_doubles import Sleeps, gemini_llm, openai_llm
 from openai_server import Reply
 
 from proxy_pointer.errors import ConfigError, LLMError
@@ -17,6 +17,7 @@ from proxy_pointer.llm import (
     GeminiLLM,
     LLMReply,
     OpenAICompatibleLLM,
+    ScriptedLLM,
     llm_from_env,
     make_llm,
 )

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from proxy_pointer.embeddings import Embedder, HashEmbedder, make_embedder
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.index import Index, update_directory
+from proxy_pointer.llm import ScriptedLLM
 from proxy_pointer.parse.blocks import embed_view
 from proxy_pointer.parse.chunking import (
     CHUNKER_VERSION,
@@ -311,50 +312,32 @@ def test_document_of_only_noise_gets_no_chunks():
     assert chunk_tree(build_tree(text, doc_id="refs")) == []
 
 
-class _Reply:
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-class _FakeLLM:
-    """A stand-in LLM that gives one canned reply (or raises it) and counts its calls."""
-
-    def __init__(self, reply: str | Exception) -> None:
-        self.reply = reply
-        self.calls = 0
-
-    def generate(self, prompt: str, *, system: str | None = None) -> _Reply:
-        self.calls += 1
-        if isinstance(self.reply, Exception):
-            raise self.reply
-        return _Reply(self.reply)
-
-
 def test_llm_noise_labels_keep_a_section_out_of_the_chunks():
     _, tree = load("noise_en.md")
     findings = next(n for n in tree.nodes if n.title == "3. Findings")
-    llm = _FakeLLM(json.dumps({"noise": [{"id": findings.node_id, "category": "foreword"}]}))
+    reply = json.dumps({"noise": [{"id": findings.node_id, "category": "foreword"}]})
+    llm = ScriptedLLM(reply)
     cfg = ChunkConfig(noise=NoiseConfig(use_llm=True))
     chunks = chunk_tree(tree, cfg, noise_llm=llm)
-    assert llm.calls == 1  # one call for the whole document
+    assert len(llm.calls) == 1  # one call for the whole document
     assert {c.title for c in chunks} == {"Scope of this report", "Executive Summary",
                                          "References to prior work",
                                          "Index funds for water utilities"}
     assert not any(c.start_line < findings.own_end and c.end_line > findings.start
                    for c in chunks)
-    assert "LLM" in skip_reasons(tree, cfg, noise_llm=_FakeLLM(llm.reply))[findings.node_id]
+    assert "LLM" in skip_reasons(tree, cfg, noise_llm=ScriptedLLM(reply))[findings.node_id]
     # the rules still apply next to the LLM's labels, and without use_llm it is never asked
     rules_only = chunk_tree(tree)
     assert {c.chunk_id for c in chunks} < {c.chunk_id for c in rules_only}
-    idle = _FakeLLM(llm.reply)
-    assert chunk_tree(tree, ChunkConfig(), noise_llm=idle) == rules_only and idle.calls == 0
+    idle = ScriptedLLM(reply)
+    assert chunk_tree(tree, ChunkConfig(), noise_llm=idle) == rules_only and idle.calls == []
 
 
 @pytest.mark.parametrize("reply", [RuntimeError("quota exceeded"), "no JSON here"])
 def test_llm_noise_failure_falls_back_to_the_rules(reply):
     _, tree = load("noise_en.md")
     cfg = ChunkConfig(noise=NoiseConfig(use_llm=True))
-    assert chunk_tree(tree, cfg, noise_llm=_FakeLLM(reply)) == chunk_tree(tree)
+    assert chunk_tree(tree, cfg, noise_llm=ScriptedLLM(reply)) == chunk_tree(tree)
 
 
 def test_llm_noise_without_an_llm_is_a_config_error():

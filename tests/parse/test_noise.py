@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from proxy_pointer.errors import ConfigError
+from proxy_pointer.llm import ScriptedLLM
 from proxy_pointer.parse.noise import (
     CATEGORIES,
     DEFAULT_CATEGORIES,
@@ -259,30 +259,13 @@ def test_preamble_and_headerless_documents_have_no_noise():
 
 
 # --- the optional LLM pass -----------------------------------------------------------------
-@dataclass
-class _Reply:
-    text: str
-
-
-class _FakeLLM:
-    def __init__(self, reply: str | Exception) -> None:
-        self.reply = reply
-        self.calls: list[tuple[str, str | None]] = []
-
-    def generate(self, prompt: str, *, system: str | None = None) -> _Reply:
-        self.calls.append((prompt, system))
-        if isinstance(self.reply, Exception):
-            raise self.reply
-        return _Reply(self.reply)
-
-
 def test_llm_labels_are_added_in_one_call():
     tree = _tree("noise_en.md")
     scope = next(n for n in tree.nodes if n.title == "Scope of this report")
     reply = {"noise": [{"id": scope.node_id, "category": "foreword"},
                        {"id": "9999", "category": "contents"},
                        {"id": "0000", "category": "made_up"}]}
-    llm = _FakeLLM(f"Sure! ```json\n{json.dumps(reply)}\n```")
+    llm = ScriptedLLM(f"Sure! ```json\n{json.dumps(reply)}\n```")
     d = classify_noise(tree, NoiseConfig(use_llm=True), llm=llm)
     assert len(llm.calls) == 1
     prompt, system = llm.calls[0]
@@ -302,21 +285,21 @@ def test_llm_labels_are_added_in_one_call():
 )
 def test_llm_garbage_falls_back_to_rules(reply):
     tree = _tree("noise_en.md")
-    llm = _FakeLLM(reply)
+    llm = ScriptedLLM(reply)
     assert classify_noise(tree, NoiseConfig(use_llm=True), llm=llm) == classify_noise(tree)
 
 
 def test_llm_reply_shapes():
     tree = _tree("noise_es.md")
     idx = next(n.node_id for n in tree.nodes if n.title == "1. Introducción")
-    assert classify_with_llm(tree, _FakeLLM(json.dumps({idx: "foreword"}))) == {idx: "foreword"}
+    assert classify_with_llm(tree, ScriptedLLM(json.dumps({idx: "foreword"}))) == {idx: "foreword"}
     assert classify_with_llm(
-        tree, _FakeLLM(json.dumps([{"node_id": int(idx), "label": "Foreword"}]))
+        tree, ScriptedLLM(json.dumps([{"node_id": int(idx), "label": "Foreword"}]))
     ) == {idx: "foreword"}
     # disabled categories are dropped; without use_llm the LLM is never called
     cfg = NoiseConfig().with_categories(remove=["foreword"])
-    assert classify_with_llm(tree, _FakeLLM(json.dumps({idx: "foreword"})), cfg) == {}
-    llm = _FakeLLM("{}")
+    assert classify_with_llm(tree, ScriptedLLM(json.dumps({idx: "foreword"})), cfg) == {}
+    llm = ScriptedLLM("{}")
     classify_noise(tree, NoiseConfig(), llm=llm)
     assert llm.calls == []
 

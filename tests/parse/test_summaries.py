@@ -10,22 +10,14 @@ from handbook import DOC, FIXTURES
 
 from proxy_pointer import Index
 from proxy_pointer.embeddings import HashEmbedder
-from proxy_pointer.llm import LLMReply
+from proxy_pointer.llm import ScriptedLLM
 
 
-class _SummaryLLM:
+def _summary(prompt: str) -> str:
     """Summarizes a section as a fixed phrase per title, so a summary can be searched for."""
-
-    model_id = "summarizer"
-
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
-
-    def generate(self, prompt: str, *, system: str | None = None) -> LLMReply:
-        self.prompts.append(prompt)
-        section = prompt.splitlines()[1]
-        word = "zanzibar" if "Seals" in section else "ordinary"
-        return LLMReply(f"A {word} overview of {section}.", 50, 10, self.model_id)
+    section = prompt.splitlines()[1]
+    word = "zanzibar" if "Seals" in section else "ordinary"
+    return f"A {word} overview of {section}."
 
 
 def test_llm_summaries_are_extra_proxies_cached_by_content(
@@ -37,7 +29,7 @@ def test_llm_summaries_are_extra_proxies_cached_by_content(
     root = tmp_path / "docs"
     root.mkdir()
     (root / DOC).write_text((FIXTURES / DOC).read_text())
-    llm = _SummaryLLM()
+    llm = ScriptedLLM(_summary, model_id="summarizer", input_tokens=50, output_tokens=10)
     config = ChunkConfig(summaries=True)
     idx = Index.build([root], embedder=HashEmbedder(256), chunk_config=config, index_llm=llm)
     plain = Index.build([root], embedder=HashEmbedder(256))

@@ -1,4 +1,4 @@
-"""The packer on the document shapes that used to lose evidence: one-line sections, tiny
+"""The packer on the document shapes that risk losing evidence: one-line sections, tiny
 budgets, long sentences; token counts stay exact and every ranked section can be taken.
 On the handbook (handbook.py): budgets in every mode, evidence blocks, copies handed over once."""
 

@@ -6,32 +6,25 @@ from __future__ import annotations
 from handbook import CHILD_Q
 
 from proxy_pointer import Index
-from proxy_pointer.llm import LLMReply
+from proxy_pointer.errors import LLMError
+from proxy_pointer.llm import ScriptedLLM
 
 
-class _PickingLLM:
+def _picking(word: str) -> ScriptedLLM:
     """Answers a rerank prompt with the numbers of the breadcrumbs that mention ``word``."""
 
-    model_id = "picker"
-
-    def __init__(self, word: str, fail: bool = False) -> None:
-        self.word, self.fail, self.prompts = word, fail, []
-
-    def generate(self, prompt: str, *, system: str | None = None) -> LLMReply:
-        from proxy_pointer.errors import LLMError
-
-        self.prompts.append(prompt)
-        if self.fail:
-            raise LLMError("server down")
+    def pick(prompt: str) -> str:
         picks = [line.split("]")[0].strip("[") for line in prompt.splitlines()
-                 if line.startswith("[") and self.word in line]
-        return LLMReply(", ".join(picks) or "none of them", 10, 2, self.model_id)
+                 if line.startswith("[") and word in line]
+        return ", ".join(picks) or "none of them"
+
+    return ScriptedLLM(pick, model_id="picker", input_tokens=10, output_tokens=2)
 
 
 def test_llm_rerank_reorders_by_breadcrumbs_with_one_call(index: Index) -> None:
     plain = index.retrieve(CHILD_Q, budget=2000)
     assert plain.sections[0].title == "1.1 Impellers"
-    llm = _PickingLLM("Joints")
+    llm = _picking("Joints")
     res = index.retrieve(CHILD_Q, budget=2000, rerank_llm=llm, rerank_top=10)
     assert res.sections[0].title == "2.2 Joints"
     assert len(llm.prompts) == 1 and "rerank" in res.timings
@@ -39,6 +32,6 @@ def test_llm_rerank_reorders_by_breadcrumbs_with_one_call(index: Index) -> None:
     assert "Pump Station Handbook > Chapter 2: Pipes > 2.2 Joints" in prompt
     assert "Bronze impellers erode" not in prompt  # breadcrumbs only, no section text
     # A failing call or a reply without numbers leaves the order alone.
-    for broken in (_PickingLLM("Joints", fail=True), _PickingLLM("no such title")):
+    for broken in (ScriptedLLM(LLMError("server down")), _picking("no such title")):
         same = index.retrieve(CHILD_Q, budget=2000, rerank_llm=broken)
         assert [s.ref for s in same.sections] == [s.ref for s in plain.sections]

@@ -10,10 +10,11 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from llm_doubles import ScriptedLLM, gemini_llm, openai_llm
+from llm_doubles import gemini_llm, openai_llm
 from openai_server import Reply
 
 from proxy_pointer.errors import ConfigError
+from proxy_pointer.llm import ScriptedLLM
 from proxy_pointer.refs import Ref
 from proxy_pointer.search.retrieval import Section
 from proxy_pointer.search.synthesis import (
@@ -183,7 +184,8 @@ def test_citation_target_is_none_for_a_malformed_ref():
 
 
 def test_synthesize_grounded_answer():
-    llm = ScriptedLLM("The student is trained at T=20 [papers/1503.00841.md#0003, lines 11-12].")
+    llm = ScriptedLLM("The student is trained at T=20 [papers/1503.00841.md#0003, lines 11-12].",
+                      input_tokens=100, output_tokens=20, model="scripted-v1")
     sections = [section(), section(node="0007", start=30, end=31)]
     answer = synthesize("How is the student trained?", sections, llm)
 

@@ -30,7 +30,7 @@ from proxy_pointer.cli import main
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import LLMError
 from proxy_pointer.index import Index, update_directory
-from proxy_pointer.llm.base import LLMReply
+from proxy_pointer.llm import ScriptedLLM
 from proxy_pointer.serve.http import GENERATION_HEADER, TOKEN_ENV, create_app
 from proxy_pointer.serve.service import Limits, Service
 
@@ -41,21 +41,6 @@ TOKEN = "s3cret-token"
 NEW_DOC = ("# Zanzibar lighthouse keepers\n\n## Quokka rotations\n\n"
            "The zanzibar lighthouse keepers rotate quokka shifts every fortnight.\n")
 NEW_QUESTION = "zanzibar lighthouse keepers quokka shifts"
-
-
-class ScriptedLLM:
-    """An LLM that answers with a fixed text (or raises), recording its prompts."""
-
-    model_id = "scripted"
-
-    def __init__(self, text: str = "", error: Exception | None = None) -> None:
-        self.text, self.error, self.prompts = text, error, []
-
-    def generate(self, prompt: str, *, system: str | None = None) -> LLMReply:
-        self.prompts.append(prompt)
-        if self.error is not None:
-            raise self.error
-        return LLMReply(self.text, 10, 5, self.model_id)
 
 
 #: Tests set the update token themselves; one in the caller's environment must not leak in.
@@ -335,7 +320,7 @@ def test_ask_answers_with_checked_citations(built: Path) -> None:
 
 
 def test_ask_with_a_failing_llm_is_502(built: Path) -> None:
-    llm = ScriptedLLM(error=LLMError("quota exceeded"))
+    llm = ScriptedLLM(LLMError("quota exceeded"))
     r = _client(built / "idx", llm=llm).post("/ask", json={"question": QUESTION})
     assert "quota" in _error(r, 502)
 

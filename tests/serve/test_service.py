@@ -45,7 +45,7 @@ def test_inline_documents_report_what_was_embedded(service: Service) -> None:
     first = service.add_documents(texts=[("notes/keepers.md", NEW_DOC)])
     assert first["added"] == ["notes/keepers.md"] and first["unchanged"] == 0
     chunks = service.index.documents["notes/keepers.md"].n_chunks
-    assert chunks >= 2 and first["embedded"] == chunks  # was 0 for inline text
+    assert chunks >= 2 and first["embedded"] == chunks  # inline text is counted too
     again = service.add_documents(texts=[("notes/keepers.md", NEW_DOC)])
     assert again["unchanged"] == 1 and again["added"] == again["updated"] == []
     assert again["embedded"] == 0
@@ -71,4 +71,4 @@ def test_ask_against_a_refused_llm_port_fails_without_retrying(tmp_path: Path) -
     response = client.post("/ask", json={"question": "What is the baseline?"})
     assert response.status_code == 502
     assert "cannot connect" in response.json()["error"]
-    assert slept == []  # five retries used to take 24 s
+    assert slept == []  # a refused port is not retried (five retries would take 24 s)

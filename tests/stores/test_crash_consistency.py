@@ -2,7 +2,7 @@
 
 * A Milvus Lite writer killed while holding the writer lease must not block the next
   writer: Lite serves the file to one process, so a lease another process took is a dead
-  one's (it used to block every writer for the lease's two minutes).
+  one's, which must not block every writer for the lease's two minutes.
 * Milvus's BM25 statistics span the whole chunks collection, so rows a writer has staged
   but not committed shift a committed generation's hybrid answers (a known bug, xfail).
 * A few cycles of the stress benchmark on the local store: kills, readers, no mismatch.
@@ -67,7 +67,7 @@ def test_milvus_lite_lease_of_a_killed_writer_is_free_at_once(tmp_path: Path) ->
         child.wait()
     store = open_store(loc)
     assert sorted(Index.load(store).documents) == ["a.md"]
-    with store.lock(timeout=0):  # before the fix: IndexLockedError for two minutes
+    with store.lock(timeout=0):  # at once, not IndexLockedError until the lease expires
         # ... and within this process the lease still excludes a second writer
         second = open_store(loc)
         second.conn = store.conn
