@@ -23,8 +23,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..index import Index
-from ..search.packing import Section
 from ..search.retrieval import RetrievalConfig
+from ..search.sections import Section
 
 __all__ = ["OPTIONS", "open_index", "retrieval_options", "section_metadata"]
 
