@@ -7,15 +7,15 @@ The retriever calls these steps one after another (:meth:`~.retrieval.Retriever.
    ranking by reciprocal rank (:func:`fuse_ranks`, also used for nodes and documents).
 2. :func:`group` merges the chunk hits of one node into a :class:`Candidate`;
    :func:`keep_documents` (two-stage search) keeps the best documents' candidates;
-   :func:`rank_nodes` ranks them as sections (below).
+   :func:`rank_nodes` ranks them as sections (below); an LLM may reorder them
+   (:mod:`.rerank`, opt-in).
 3. :func:`select` takes the best ``k`` sections with their line ranges (ancestors absorb
    descendants); :func:`merge_duplicates` hands over identical or nearly identical
    sections of different documents once (``also_in``); :func:`promote` replaces enough
    selected siblings by their parent. The packer (:mod:`.packing`) takes it from there.
 
-A search ranks chunks; :func:`group` merges the chunks that point at one ``(doc_id,
-node_id)`` into a :class:`Candidate`. Then every node of a hit document's tree can compete
-as a unit (RAPTOR's two strategies, on the document's own tree instead of LLM summaries):
+Ranking nodes as sections: every node of a hit document's tree can compete as a unit
+(RAPTOR's two strategies, on the document's own tree instead of LLM summaries):
 
 * ``"chunks"``: a node ranks by its single best chunk (the reference design).
 * ``"collapsed"``: the nodes that hold hits, and all their ancestors, compete in one
