@@ -28,7 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from proxy_pointer.parse.chunking import ChunkConfig, chunk_tree
 from proxy_pointer.parse.tree import build_tree
-from proxy_pointer.tokens import count_tokens, count_tokens_batch
+from proxy_pointer.tokens import count_tokens, count_tokens_many
 
 from .common import DATA, RESULTS, environment, write_report
 
@@ -99,8 +99,8 @@ def sizes() -> dict[str, Any]:
             chunks = chunk_tree(build_tree(path.read_text(encoding="utf-8"), doc_id=path.stem),
                                 cfg)
             per_doc.append(len(chunks))
-            embed_tokens += count_tokens_batch([c.embed_text for c in chunks])
-            body_tokens += count_tokens_batch([c.embed_text.partition("\n")[2] for c in chunks])
+            embed_tokens += count_tokens_many([c.embed_text for c in chunks])
+            body_tokens += count_tokens_many([c.embed_text.partition("\n")[2] for c in chunks])
         over = sum(1 for n in embed_tokens if n + 2 > WINDOW)
         out[name] = {
             "documents": len(files), "chunks": sum(per_doc),

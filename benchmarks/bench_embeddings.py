@@ -22,7 +22,7 @@ from proxy_pointer.embeddings import (
     HashEmbedder,
     SentenceTransformerEmbedder,
 )
-from proxy_pointer.tokens import count_tokens_batch, truncate_to_tokens
+from proxy_pointer.tokens import count_tokens_many, truncate_to_tokens
 
 from .common import RESULTS, environment, write_report
 
@@ -67,7 +67,7 @@ def main() -> int:
     args = parser.parse_args()
 
     texts = make_texts(args.n, args.tokens)
-    lengths = count_tokens_batch(texts)
+    lengths = count_tokens_many(texts)
     rows = []
 
     # Batch sizes take turns, so load from other processes on the machine hits both alike.

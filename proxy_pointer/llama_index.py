@@ -43,7 +43,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 from . import defaults
 from .index import Index
-from .search.retrieval import Section
+from .search.sections import Section
 from .serve.adapters import open_index, retrieval_options, section_metadata
 
 __all__ = ["ProxyPointerRetriever", "section_to_node"]

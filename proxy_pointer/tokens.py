@@ -46,7 +46,6 @@ __all__ = [
     "TokenizerFile",
     "WordPieceCounter",
     "count_tokens",
-    "count_tokens_batch",
     "count_tokens_many",
     "sentence_pieces",
     "sizer",
@@ -227,15 +226,7 @@ def count_tokens(text: str) -> int:
     tok = wordpiece_tokenizer()
     if len(text) <= _PIECE:
         return len(tok.encode(text, add_special_tokens=False).ids)
-    return sum(count_tokens_batch(_pieces(text)))
-
-
-def count_tokens_batch(texts: Sequence[str]) -> list[int]:
-    """Token counts of many texts in one call (parallel inside the tokenizer)."""
-    if not texts:
-        return []
-    encs = wordpiece_tokenizer().encode_batch(list(texts), add_special_tokens=False)
-    return [len(e.ids) for e in encs]
+    return sum(count_tokens_many(_pieces(text)))
 
 
 def truncate_to_tokens(text: str, max_tokens: int) -> str:
@@ -306,7 +297,8 @@ def _pieces(text: str) -> list[str]:
 
 
 def count_tokens_many(texts: Sequence[str]) -> list[int]:
-    """Word-piece counts of many texts, equal to ``count_tokens_batch(texts)``.
+    """Word-piece counts of many texts: ``[count_tokens(t) for t in texts]``, in one
+    tokenizer call.
 
     Texts are joined by newlines into ~20 kB strings, tokenized in one batch; a count is
     read off the token offsets. A newline never belongs to a word piece and always ends a
@@ -432,7 +424,7 @@ class _ArraySpanCounter(SpanCounter):
 
 class DocumentTokens:
     """A document's MiniLM word pieces, tokenized once: the count of every line
-    (:attr:`line_counts`, equal to ``count_tokens_batch(lines)``) and :class:`SpanCounter`\\ s
+    (:attr:`line_counts`, equal to ``count_tokens_many(lines)``) and :class:`SpanCounter`\\ s
     of whole-line spans (equal to :func:`span_counters`'), without a second tokenizer pass.
 
     Lines are joined into ~20 kB texts (a longer line alone) and tokenized in one batch. As a
@@ -485,7 +477,7 @@ class DocumentTokens:
         self.ends = np.ascontiguousarray(both[:, 1])
         self.word_start = np.concatenate(heads) if heads else np.zeros(0, dtype=bool)
         self.line_first = np.searchsorted(self.starts, starts_of, "left")
-        #: Word pieces of each line, as ``count_tokens_batch(lines)``.
+        #: Word pieces of each line, as ``count_tokens_many(lines)``.
         self.line_counts: list[int] = np.diff(self.line_first).tolist()
 
     def span_counters(self, text: str, spans: Sequence[tuple[int, int]]) -> list[SpanCounter]:

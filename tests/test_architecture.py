@@ -51,6 +51,7 @@ LAYERS = [
      "stores.staging", "stores.local",
      "stores.milvus_segment", "stores.milvus_schema", "stores.milvus", "stores"},
     {"search.derived", "search.corpus", "search"},  # the reader retrieval is written against
+    {"search.sections"},  # the result type, read by everything above
     {"search.ranking", "search.rerank"},
     {"search.packing"},
     {"search.retrieval"},

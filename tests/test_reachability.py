@@ -19,7 +19,7 @@ from proxy_pointer.parse.chunking import ChunkConfig, skip_reasons
 from proxy_pointer.parse.noise import classify_noise
 from proxy_pointer.parse.segmentation import segmented_tree
 from proxy_pointer.parse.tree import build_tree
-from proxy_pointer.tokens import count_tokens_batch
+from proxy_pointer.tokens import count_tokens_many
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"
 PAPER = "1908.05828.md"
@@ -57,7 +57,7 @@ def _not_noise_lines(text: str) -> set[int]:
     tree = build_tree(text, doc_id="doc.md")
     if not tree.has_headings:
         tree = segmented_tree("doc.md", tree.lines, tree.title,
-                              tokens=count_tokens_batch(tree.lines))
+                              tokens=count_tokens_many(tree.lines))
         return {i for i, line in enumerate(tree.lines) if line.strip()}
     noise = {nid for nid, why in skip_reasons(
         tree, ChunkConfig(), noise=classify_noise(tree, ChunkConfig().noise)).items()

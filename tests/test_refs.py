@@ -22,7 +22,7 @@ from proxy_pointer.index import Index, update_directory
 from proxy_pointer.parse.chunking import ChunkConfig
 from proxy_pointer.parse.tree import Node, Tree, build_tree, split_lines
 from proxy_pointer.refs import Ref, SectionText, open_ref
-from proxy_pointer.search.packing import Section
+from proxy_pointer.search.sections import Section
 from proxy_pointer.serve.service import Service
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "docs"

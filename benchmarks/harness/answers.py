@@ -62,7 +62,7 @@ class AnswerScore:
 
 def answer_question(question: Any, context: Context, llm: Any) -> AnswerScore:
     """Have ``llm`` answer ``question`` from ``context``; raises LLMError if it fails."""
-    from proxy_pointer.search.retrieval import Section
+    from proxy_pointer.search.sections import Section
     from proxy_pointer.search.synthesis import build_prompt, synthesize
 
     sections = [

@@ -299,11 +299,12 @@ def _split_span(
     a, z = _strip_span(text, a, z)
     if a >= z:
         return []
-    # "\n" after a prefix costs one character in char mode
-    budget = max(1, ctx.size - prefix_units - (1 if prefix and not ctx.tokens else 0))
+    # What a piece's body may take of the chunk size, after the prefix (whose "\n" costs
+    # one character in char mode).
+    room = max(1, ctx.size - prefix_units - (1 if prefix and not ctx.tokens else 0))
     ratio = (z - a) / units if units else 4.0
     factor = 0.95 if ctx.tokens else 1.0  # most pieces then fit at the first try
-    char_size = max(8, min(ctx.max_chars, int(budget * ratio * factor)))
+    char_size = max(8, min(ctx.max_chars, int(room * ratio * factor)))
     char_overlap = 0 if prefix else min(int(ctx.overlap * ratio), char_size // 2)
     spans = (_split_offsets(text, a, z, char_size, char_overlap) if depth < _MAX_ROUNDS
              else _hard_windows(a, z, max(1, (z - a) // 2)))
@@ -315,7 +316,7 @@ def _split_span(
         u = counter.count(s, e) if counter is not None else None
         if not ctx.tokens:
             u = None  # measured below from the embed text
-        if u is not None and u > budget and e - s > 1:
+        if u is not None and u > room and e - s > 1:
             pieces.extend(_split_span(ctx, s, e, u, counter=counter, prefix=prefix,
                                       prefix_units=prefix_units, view=view,
                                       joinable=joinable and not pieces, depth=depth + 1))

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..tokens import count_tokens_batch
+from ..tokens import count_tokens_many
 from .tree import Node, Tree
 
 __all__ = ["SegmentConfig", "paragraphs", "segment_lines", "segmented_tree"]
@@ -66,7 +66,7 @@ def segment_lines(lines: Sequence[str], config: SegmentConfig | None = None,
     n = len(lines)
     if n == 0:
         return []
-    cost = list(tokens) if tokens is not None else count_tokens_batch(lines)
+    cost = list(tokens) if tokens is not None else count_tokens_many(lines)
     blocks = paragraphs([not line.strip() for line in lines])
     sizes = [sum(cost[a:b]) for a, b in blocks]
     if len(blocks) < 3 or sum(sizes) <= cfg.max_tokens:

@@ -27,7 +27,7 @@ from ..stores.lexical import tokenize
 from ..stores.records import DocumentRecord
 from ..stores.segments import Pointer, SegmentSet
 from ..stores.vectors import VectorIndexConfig
-from ..tokens import count_tokens_batch
+from ..tokens import count_tokens_many
 from .derived import Derived
 
 __all__ = ["ChunkRows", "Corpus", "DocumentTable", "Reader"]
@@ -314,5 +314,5 @@ class Reader:
             counts = self._line_tokens.get(doc_id, ())
             if not counts:
                 counts = self._line_tokens[doc_id] = tuple(
-                    count_tokens_batch(self.tree(doc_id).lines))
+                    count_tokens_many(self.tree(doc_id).lines))
         return counts

@@ -1,23 +1,34 @@
 """Packing sections into a token budget: one planner, whole sections or their best pieces.
 
-:func:`pack` takes the selected sections (in rank order) and returns :class:`Section` s.
+:func:`pack` takes the selected sections (in rank order) and returns
+:class:`~.sections.Section` s. The token amounts along the way have one name each:
+
+* ``budget``: the total tokens of all sections' texts (``RetrievalConfig.budget``).
+* ``section_cap``: the most one section may take until the others had their turn:
+  ``max(section_floor, max_section_share * budget)`` (``RetrievalConfig``; with
+  ``evidence_cap=False`` there is none, and the budget is the limit).
+* ``left``: what is left of the budget.
+* ``room``: what one section (or one cut unit) may still take here: the section's cap or
+  what is left, whichever is less.
+
 Every section's body is tiled into *units*: Markdown blocks (paragraphs, tables, lists); a
-block larger than the share a section may take (``cap``, at most half the budget, less its
-heading) into its lines; and a line still larger (a manual's or a converted page's whole
-section on one line) into its sentences, a sentence over ``_PIECE`` tokens into token
-windows (:func:`~.tokens.sentence_pieces`). So no unit is ever too big to be taken, and
-every selected section can hand over at least the window around its best chunk. A unit
-scores as the best hit chunk that covers it (a piece of a long line: the chunks whose
-characters overlap it); units under the same chunk are ordered by their own BM25 match
-with the question (corpus IDF), which ``lexical_weight`` > 0 also adds to the score.
+block larger than the share a section may take (``section_cap`` less its heading, and at
+most half the budget) into its lines; and a line still larger (a manual's or a converted
+page's whole section on one line) into its sentences, a sentence over ``_PIECE`` tokens
+into token windows (:func:`~proxy_pointer.tokens.sentence_pieces`). So no unit is ever
+too big to be taken, and every selected section can hand over at least the window around
+its best chunk. A unit scores as the best hit chunk that covers it (a piece of a long
+line: the chunks whose characters overlap it); units under the same chunk are ordered by
+their own BM25 match with the question (corpus IDF), which ``lexical_weight`` > 0 also
+adds to the score.
 Taking a unit costs its word pieces plus, for a section's first unit, its heading and,
 for every new gap, an ``[…]`` marker, so the count is exact.
 
 The per-section choice between the whole section and its best pieces follows the order:
 
 * ``order="evidence"`` (the default, :func:`pack_evidence`) takes the best units across all
-  sections first, each section within ``cap`` until the others had their turn. That is
-  the choice between a whole block and pieces by expected evidence per token: the pieces
+  sections first, each section within ``section_cap`` until the others had their turn.
+  That is the choice between a whole block and pieces by expected evidence per token: the pieces
   under one chunk go in reading order (a run of sentences keeps a paragraph whole), and
   the pieces of a line barely over the share (up to ``_PARAGRAPH_LINE`` times: a long
   paragraph, not a section held on one line) wait while their section has whole blocks
@@ -27,146 +38,54 @@ The per-section choice between the whole section and its best pieces follows the
   section that still holds only pieces of a long line, under ``_MIN_WINDOW`` tokens in
   all, gives them back to the others.
 * ``order="sections"`` (:func:`pack_sections`, the reference design) fills the sections one
-  after another in rank order: whole where it fits ``cap`` and what is left, otherwise its
-  best units grown around them to that size.
-
-:func:`merge_duplicates` hands over identical or nearly identical sections of different
-documents once, listing the other places in ``Section.also_in``.
+  after another in rank order: whole where it fits its ``room``, otherwise its best units
+  grown around them to that size.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..convert.base import page_label, page_span
+from ..convert.base import page_span
 from ..errors import ConfigError
 from ..parse.segmentation import paragraphs
-from ..refs import Ref
 from ..stores.lexical import terms as line_terms_of
 from ..tokens import count_tokens, truncate_to_tokens
-from .ranking import Candidate
+from .ranking import Candidate, Selected
+from .sections import Section
 
 if TYPE_CHECKING:
     from .corpus import Corpus
 
-__all__ = ["Section", "merge_duplicates", "pack", "pack_evidence", "pack_sections"]
+__all__ = ["pack", "pack_evidence", "pack_sections"]
 
 _ELLIPSIS = "[…]\n"  # where text was left out: on a line of its own,
 _INLINE_ELLIPSIS = "[…] "  # or inside a long line (both cost the same word pieces)
 _MIN_WINDOW = 48  # tokens: fewer, and only pieces of a line, make a stub, not a window
 _PIECE = 128  # tokens: most of one piece of a long line (sentences; windows past this)
 _PARAGRAPH_LINE = 1.5  # a line up to this many times a section's share is a long paragraph
-_SHINGLE = 3  # words per shingle when comparing sections for near-duplicates
-_NEAR_DUPLICATE = 0.8  # Jaccard similarity of shingles from which two sections are one
-_SAME_VECTOR = 0.9  # cosine of two sections' best chunks below which they are not compared
-
-Selected = list[tuple[Candidate, tuple[int, int]]]
-
-
-@dataclass(frozen=True)
-class Section:
-    """One retrieved piece of context: a whole section (or a fallback window) of a document.
-
-    ``start_line`` and ``end_line`` are 1-based and inclusive, as shown to people, and refer
-    to the stored copy of the source. ``matched_spans`` are the (1-based, inclusive) line
-    spans of the chunks that hit this section. ``trimmed`` is true when the section did not
-    fit the token budget whole and only its heading and a window around its matched chunks
-    are in ``text``. ``also_in`` names the refs of the same (or a nearly identical) section in
-    other documents, handed over once here. ``pages`` are the first and last page (1-based)
-    the section's lines came from, for documents converted from a paged format (PDF);
-    a trimmed section's are the pages of the lines its ``text`` holds. ``page_breaks``: the
-    lines of the section on which its later pages start, so that a citation of some of its
-    lines gets its own pages (:meth:`pages_of`). ``packed_spans`` are the (1-based,
-    inclusive) line spans that ``text`` holds: the heading and every block or piece of a
-    line taken (a whole section: one span). ``relevance`` is the cosine similarity of the
-    question and the section's best-matching chunk, clipped to 0-1: unlike ``score`` (a
-    rank fusion, ~0.01-0.03) it can be compared across the questions to one corpus and
-    cut at a threshold (whose cost depends on the corpus: benchmarks/bench_relevance.py).
-    """
-
-    doc_id: str
-    node_id: str | None
-    title: str
-    path: tuple[str, ...]
-    start_line: int
-    end_line: int
-    text: str
-    score: float
-    tokens: int = 0
-    trimmed: bool = False
-    matched_spans: tuple[tuple[int, int], ...] = ()
-    also_in: tuple[str, ...] = ()
-    pages: tuple[int, int] | None = None  # (first, last) 1-based pages, converted PDFs only
-    page_breaks: tuple[int, ...] = ()  # lines inside the section on which a new page starts
-    packed_spans: tuple[tuple[int, int], ...] = ()  # lines ``text`` holds, 1-based, inclusive
-    relevance: float = 0.0  # cosine of question and best chunk, 0-1 (set by the retriever)
-    # The document's metadata without its access list (access.public_metadata; set by the
-    # retriever).
-    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    @property
-    def ref(self) -> str:
-        """The citation key (:class:`~.refs.Ref`): ``doc_id#node_id``, or for a fallback
-        window its lines, ``doc_id#L<start_line>-<end_line>``."""
-        return str(Ref.of_section(self.doc_id, self.node_id, self.start_line, self.end_line))
-
-    @property
-    def breadcrumb(self) -> str:
-        return " > ".join(self.path)
-
-    @property
-    def where(self) -> str:
-        """Where the section is, for people: ``"lines 12-30"``, and for a PDF's section
-        ``"p. 37-38, lines 12-30"``."""
-        lines = f"lines {self.start_line}-{self.end_line}"
-        return lines if self.pages is None else f"{page_label(self.pages)}, {lines}"
-
-    def pages_of(self, first: int, last: int) -> tuple[int, int] | None:
-        """First and last page of this section's 1-based lines ``first..last``."""
-        if self.pages is None:
-            return None
-        start = self.pages[0]
-        return (start + sum(1 for b in self.page_breaks if b <= first),
-                start + sum(1 for b in self.page_breaks if b <= max(first, last)))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (a result payload's ``contexts`` entries): ``ref`` first, then
-        every field."""
-        d: dict[str, Any] = {"ref": self.ref}
-        d.update((f.name, getattr(self, f.name)) for f in fields(self))
-        d["path"] = list(self.path)
-        d["matched_spans"] = [list(s) for s in self.matched_spans]
-        d["also_in"] = list(self.also_in)
-        d["pages"] = list(self.pages) if self.pages is not None else None
-        d["page_breaks"] = list(self.page_breaks)
-        d["packed_spans"] = [list(s) for s in self.packed_spans]
-        return d
-
-def ref(cand: Candidate, start: int, end: int) -> str:
-    """The citation key (:attr:`Section.ref`) of a candidate whose section covers the
-    0-based half-open lines ``[start, end)``."""
-    return str(Ref.of_section(cand.doc_id, cand.node_id, start + 1, end))
 
 
 def pack(index: Corpus, selected: Selected, budget: int, terms: dict[str, float], *,
-         order: str = "evidence", cap: int | None = None, lexical_weight: float = 0.0
+         order: str = "evidence", section_cap: int | None = None, lexical_weight: float = 0.0
          ) -> tuple[list[Section], list[str]]:
     """The selected sections (in rank order) packed into ``budget`` tokens (module docstring).
 
     ``order="evidence"`` takes the best units across all sections first; ``"sections"``
-    fills the sections one after another in rank order. A section may use at most ``cap``
-    tokens (``None``: the budget) until every section had its turn. ``terms`` are the
-    question's BM25 terms with their IDF (:meth:`~.corpus.Corpus.term_weights`). Returns
-    the sections in rank order and the refs of selected sections that got no text.
+    fills the sections one after another in rank order. A section may use at most
+    ``section_cap`` tokens (``None``: the budget) until every section had its turn.
+    ``terms`` are the question's BM25 terms with their IDF
+    (:meth:`~.corpus.Corpus.term_weights`). Returns the sections in rank order and the refs
+    of selected sections that got no text.
     """
     if order not in ("evidence", "sections"):
         raise ConfigError(f"order must be 'evidence' or 'sections', got {order!r}")
     ell = count_tokens(_ELLIPSIS)
-    most = budget if cap is None else min(cap, budget)
+    section_cap = budget if section_cap is None else min(section_cap, budget)
     norm = sum(terms.values()) or 1.0
-    plans = [_plan(index, cand, start, end, budget, most, ell) for cand, (start, end) in selected]
+    plans = [_plan(index, cand, start, end, budget, section_cap, ell)
+             for cand, (start, end) in selected]
     # (-score, tie, plan, unit): within one chunk (equal scores) the block that matches
     # the question's words best goes first; the pieces of a long line go in reading order,
     # since a run of sentences keeps a paragraph whole where a patchwork of them would not
@@ -191,24 +110,22 @@ def pack(index: Corpus, selected: Selected, budget: int, terms: dict[str, float]
             if u in plans[k].waits and k in whole_hit:
                 waiting.append(r)
             else:
-                left = _take(plans[k], u, left, most, ell)
+                left = _take(plans[k], u, left, section_cap, ell)
         for _, _, k, u in waiting:
-            left = _take(plans[k], u, left, most, ell)
+            left = _take(plans[k], u, left, section_cap, ell)
         # What is left grows the opened sections, best first: up to the cap, then beyond.
         # A section that still holds only a stub of its text gives its tokens back.
         for stubs in (False, True):
             if stubs:
                 left += sum(_drop_stub(p) for p in plans)
-            for limit in (most, budget):
-                for p in plans:
-                    if p.keep:
-                        left = _grow(p, left, ell, limit)
+            left = _grow_opened(plans, left, ell, section_cap)
+            left = _grow_opened(plans, left, ell, budget)  # the cap lifted
     else:
         by_plan: dict[int, list[int]] = {}  # each section's units under hits, best first
         for _, _, k, u in ranked:
             by_plan.setdefault(k, []).append(u)
         for k, p in enumerate(plans):
-            room = min(left, most)
+            room = min(left, section_cap)
             whole = p.head + sum(p.costs)
             if whole <= room:
                 p.keep.update(range(len(p.units)))
@@ -225,22 +142,24 @@ def pack(index: Corpus, selected: Selected, budget: int, terms: dict[str, float]
     if ranked and not any(p.keep for p in plans):
         _cut_best(plans[ranked[0][2]], ranked[0][3], left, ell)
     sections = [sec for p in plans if (sec := _emit(index, p)) is not None]
-    omitted = [ref(p.cand, p.start, p.end) for p in plans if not p.keep]
+    omitted = [p.cand.ref(p.start, p.end) for p in plans if not p.keep]
     return sections, omitted
 
 
 def pack_evidence(index: Corpus, selected: Selected, budget: int, terms: dict[str, float],
-                  *, lexical_weight: float = 0.0, cap: int | None = None
+                  *, lexical_weight: float = 0.0, section_cap: int | None = None
                   ) -> tuple[list[Section], list[str]]:
     """:func:`pack` taking the best units across sections first (the default)."""
-    return pack(index, selected, budget, terms, order="evidence", cap=cap,
+    return pack(index, selected, budget, terms, order="evidence", section_cap=section_cap,
                 lexical_weight=lexical_weight)
 
 
-def pack_sections(index: Corpus, selected: Selected, budget: int, cap: int,
+def pack_sections(index: Corpus, selected: Selected, budget: int, section_cap: int,
                   terms: dict[str, float] | None = None) -> tuple[list[Section], list[str]]:
-    """:func:`pack` filling whole sections in rank order, each at most ``cap`` tokens."""
-    return pack(index, selected, budget, terms or {}, order="sections", cap=cap)
+    """:func:`pack` filling whole sections in rank order, each at most ``section_cap``
+    tokens."""
+    return pack(index, selected, budget, terms or {}, order="sections",
+                section_cap=section_cap)
 
 
 @dataclass
@@ -269,9 +188,9 @@ class _Plan:
 
     def delta(self, u: int) -> int:
         """Change in the number of gaps if unit ``u`` joins ``keep``."""
-        left = u == 0 or u - 1 in self.keep
-        right = u == len(self.units) - 1 or u + 1 in self.keep
-        return -1 if left and right else (1 if not left and not right else 0)
+        before = u == 0 or u - 1 in self.keep
+        after = u == len(self.units) - 1 or u + 1 in self.keep
+        return -1 if before and after else (1 if not before and not after else 0)
 
     def extra(self, u: int, ell: int) -> int:
         """Tokens that taking unit ``u`` adds (opening a section costs its heading)."""
@@ -279,8 +198,8 @@ class _Plan:
                 + (0 if self.keep else self.head + ell * self.gaps))
 
 
-def _plan(index: Corpus, cand: Candidate, start: int, end: int, budget: int, most: int,
-          ell: int) -> _Plan:
+def _plan(index: Corpus, cand: Candidate, start: int, end: int, budget: int,
+          section_cap: int, ell: int) -> _Plan:
     p = _Plan(cand, start, end)
     if cand.node_id is None:  # a fallback window: one unit, all or nothing
         p.window = index.chunks[cand.rows[0]].text
@@ -295,21 +214,21 @@ def _plan(index: Corpus, cand: Candidate, start: int, end: int, budget: int, mos
     # so every section's best unit can always be taken. A block is cut into lines from
     # half the budget on (a paragraph is the unit of evidence: one cut costs more than it
     # saves), a line into sentences only where it could not be taken at all.
-    limit = max(_MIN_WINDOW // 2, most - p.head - 2 * ell)
+    largest = max(_MIN_WINDOW // 2, section_cap - p.head - 2 * ell)  # tokens of one unit
     for i, j in paragraphs([cost[x] == 0 for x in range(p.lo, end)]):
         i, j = p.lo + i, p.lo + j
         size = sum(cost[i:j])
-        if size <= min(limit, budget // 2) or (j - i == 1 and size <= limit):
+        if size <= min(largest, budget // 2) or (j - i == 1 and size <= largest):
             p.units.append((i, j, None, None))
             p.costs.append(size)
             continue
         for x in range(i, j):
-            if cost[x] <= limit:
+            if cost[x] <= largest:
                 p.units.append((x, x + 1, None, None))
                 p.costs.append(cost[x])
             else:  # one long line: its sentences (or token windows)
-                for a, b, c in index.derived.line_pieces(cand.doc_id, x, min(limit, _PIECE)):
-                    if cost[x] <= _PARAGRAPH_LINE * limit:
+                for a, b, c in index.derived.line_pieces(cand.doc_id, x, min(largest, _PIECE)):
+                    if cost[x] <= _PARAGRAPH_LINE * largest:
                         p.waits.add(len(p.units))
                     p.units.append((x, x + 1, a, b))
                     p.costs.append(c)
@@ -350,13 +269,13 @@ def _unit_scores(index: Corpus, p: _Plan, terms: dict[str, float], norm: float
     return out
 
 
-def _take(p: _Plan, u: int, left: int, limit: int, ell: int) -> int:
-    """Take unit ``u`` when it fits ``left`` and keeps the section within ``limit``;
+def _take(p: _Plan, u: int, left: int, section_cap: int, ell: int) -> int:
+    """Take unit ``u`` when it fits ``left`` and keeps the section within ``section_cap``;
     returns what is left of the budget."""
     if u in p.keep:
         return left
     extra = p.extra(u, ell) if p.window is None else p.costs[u]
-    if extra <= left and p.used + extra <= limit:
+    if extra <= left and p.used + extra <= section_cap:
         if p.window is None:
             p.gaps += p.delta(u)
         p.keep.add(u)
@@ -365,9 +284,18 @@ def _take(p: _Plan, u: int, left: int, limit: int, ell: int) -> int:
     return left
 
 
-def _grow(p: _Plan, left: int, ell: int, limit: int) -> int:
+def _grow_opened(plans: list[_Plan], left: int, ell: int, section_cap: int) -> int:
+    """:func:`_grow` every section that holds units, in rank order; returns what is left
+    of the budget."""
+    for p in plans:
+        if p.keep:
+            left = _grow(p, left, ell, section_cap)
+    return left
+
+
+def _grow(p: _Plan, left: int, ell: int, section_cap: int) -> int:
     """Add the units next to kept ones (after, then before) while they fit ``left`` and
-    the section stays within ``limit``; returns what is left of the budget."""
+    the section stays within ``section_cap``; returns what is left of the budget."""
     if p.window is not None:
         return left
     grown = True
@@ -376,14 +304,14 @@ def _grow(p: _Plan, left: int, ell: int, limit: int) -> int:
         for u in sorted(p.keep):
             for n in (u + 1, u - 1):
                 if 0 <= n < len(p.units) and n not in p.keep:
-                    left = _take(p, n, left, limit, ell)
+                    left = _take(p, n, left, section_cap, ell)
                     grown = grown or n in p.keep
     return left
 
 
-def _grow_run(p: _Plan, u: int, limit: int, ell: int) -> None:
+def _grow_run(p: _Plan, u: int, room: int, ell: int) -> None:
     """Widen the run of kept units around unit ``u`` by one unit after it, then one before
-    it, in turn, while the section stays within ``limit``."""
+    it, in turn, while the section stays within ``room``."""
     ends = [u, u]
     while True:
         while ends[1] + 1 in p.keep:
@@ -393,7 +321,7 @@ def _grow_run(p: _Plan, u: int, limit: int, ell: int) -> None:
         took = False
         for n in (ends[1] + 1, ends[0] - 1):
             if 0 <= n < len(p.units) and n not in p.keep:
-                _take(p, n, limit, limit, ell)
+                _take(p, n, room, room, ell)
                 took = took or n in p.keep
         if not took:
             return
@@ -511,55 +439,3 @@ def _lexical(line: list[str], terms: dict[str, float]) -> float:
         if t in terms:
             tf[t] = tf.get(t, 0) + 1
     return sum(terms[t] * f * 2.2 / (f + 1.2) for t, f in tf.items())
-
-
-def merge_duplicates(index: Corpus, selected: Selected) -> Selected:
-    """Selected sections with later copies of an identical or nearly identical section (in
-    another document) removed; each copy's ref is added to the kept one's ``also_in``.
-
-    Only sections of other documents whose sizes are within the similarity threshold of
-    each other and whose best chunks' vectors nearly agree (cosine >= ``_SAME_VECTOR``)
-    are compared word by word, so most queries compare nothing.
-    """
-    if len({c.doc_id for c, _ in selected}) < 2:
-        return selected
-    best = index.vectors_of([c.rows[0] for c, _ in selected])
-    close = best @ best.T
-    kept: list[tuple[int, Candidate, tuple[int, int], int]] = []  # (position, ..., size)
-    shingles: dict[int, frozenset[int]] = {}
-
-    def of(i: int, cand: Candidate, rng: tuple[int, int]) -> frozenset[int]:
-        if i not in shingles:
-            text = (index.chunks[cand.rows[0]].text if cand.node_id is None
-                    else index.tree(cand.doc_id).slice(*rng))
-            shingles[i] = _shingles(text)
-        return shingles[i]
-
-    for i, (cand, rng) in enumerate(selected):
-        size = sum(index.line_tokens(cand.doc_id)[rng[0]:rng[1]])
-        for j, other, orng, osize in kept:
-            if (other.doc_id != cand.doc_id and close[i, j] >= _SAME_VECTOR
-                    and min(size, osize) >= _NEAR_DUPLICATE * max(size, osize)
-                    and _similar(of(i, cand, rng), of(j, other, orng))):
-                other.also_in.append(ref(cand, *rng))
-                break
-        else:
-            kept.append((i, cand, rng, size))
-    return [(c, r) for _, c, r, _ in kept]
-
-
-_WORD = re.compile(r"\w+")
-
-
-def _shingles(text: str) -> frozenset[int]:
-    words = _WORD.findall(text.casefold())
-    if len(words) < _SHINGLE:
-        return frozenset([hash(" ".join(words))])
-    return frozenset(hash(" ".join(words[i:i + _SHINGLE]))
-                     for i in range(len(words) - _SHINGLE + 1))
-
-
-def _similar(a: frozenset[int], b: frozenset[int]) -> bool:
-    if not a or not b or min(len(a), len(b)) < _NEAR_DUPLICATE * max(len(a), len(b)):
-        return False
-    return len(a & b) >= _NEAR_DUPLICATE * len(a | b)

@@ -1,8 +1,21 @@
-"""Ranking sections as sections: chunk hits grouped by node, scored over the skeleton tree.
+"""Ranking: every step from ranked chunks to the selected sections, in the order they run.
 
-A search ranks chunks; :func:`group` merges the chunks that point at one ``(doc_id,
-node_id)`` into a :class:`Candidate`. Then every node of a hit document's tree can compete
-as a unit (RAPTOR's two strategies, on the document's own tree instead of LLM summaries):
+The retriever calls these steps one after another (:meth:`~.retrieval.Retriever.retrieve`):
+
+1. Chunk rankings: :func:`boost_titles` raises the dense ranking's chunks under a heading
+   the question names (:func:`named_labels`); :func:`fuse_chunks` fuses it with the BM25
+   ranking by reciprocal rank (:func:`fuse_ranks`, also used for nodes and documents).
+2. :func:`group` merges the chunk hits of one node into a :class:`Candidate`;
+   :func:`keep_documents` (two-stage search) keeps the best documents' candidates;
+   :func:`rank_nodes` ranks them as sections (below); an LLM may reorder them
+   (:mod:`.rerank`, opt-in).
+3. :func:`select` takes the best ``k`` sections with their line ranges (ancestors absorb
+   descendants); :func:`merge_duplicates` hands over identical or nearly identical
+   sections of different documents once (``also_in``); :func:`promote` replaces enough
+   selected siblings by their parent. The packer (:mod:`.packing`) takes it from there.
+
+Ranking nodes as sections: every node of a hit document's tree can compete as a unit
+(RAPTOR's two strategies, on the document's own tree instead of LLM summaries):
 
 * ``"chunks"``: a node ranks by its single best chunk (the reference design).
 * ``"collapsed"``: the nodes that hold hits, and all their ancestors, compete in one
@@ -19,22 +32,29 @@ Nothing here calls an LLM or embeds anything: proxies are averages of stored vec
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from ..refs import Ref
+
 if TYPE_CHECKING:
     from ..parse.tree import Tree
     from .corpus import Corpus
 
-__all__ = ["MODES", "Candidate", "fuse_ranks", "group", "keep_documents", "promote", "rank_nodes",
-           "select"]
+__all__ = ["MODES", "Candidate", "Selected", "boost_titles", "fuse_chunks", "fuse_ranks",
+           "group", "keep_documents", "merge_duplicates", "named_labels", "promote",
+           "rank_nodes", "select"]
 
 MODES = ("collapsed", "traverse", "chunks")
 K = TypeVar("K", bound=Hashable)
 _DOCS = 8  # documents whose trees compete in "collapsed" / "traverse" (best hits first)
+_SHINGLE = 3  # words per shingle when comparing sections for near-duplicates
+_NEAR_DUPLICATE = 0.8  # Jaccard similarity of shingles from which two sections are one
+_SAME_VECTOR = 0.9  # cosine of two sections' best chunks below which they are not compared
 
 
 @dataclass
@@ -44,7 +64,7 @@ class Candidate:
     ``rows``/``row_scores`` are the hit chunks with their fused scores, best first;
     ``spans`` the 0-based half-open line span of every hit row the search saw (shared by
     all candidates of one query); ``also_in`` lists the refs of identical sections
-    elsewhere (filled when packing).
+    elsewhere (filled by :func:`merge_duplicates`).
     """
 
     doc_id: str
@@ -60,6 +80,16 @@ class Candidate:
     def best(self) -> float:
         return max(self.row_scores) if self.row_scores else 0.0
 
+    def ref(self, start: int, end: int) -> str:
+        """The citation key (:attr:`~.sections.Section.ref`) of this candidate's section
+        covering the 0-based half-open lines ``[start, end)``."""
+        return str(Ref.of_section(self.doc_id, self.node_id, start + 1, end))
+
+
+#: Selected sections in rank order: each candidate with the 0-based half-open line range
+#: it hands over (:func:`select`).
+Selected = list[tuple[Candidate, tuple[int, int]]]
+
 
 def fuse_ranks(rankings: Iterable[Sequence[K]], k: int = 60) -> dict[K, float]:
     """Reciprocal-rank fusion: each item scores ``1 / (k + rank)`` in every ranking (rank
@@ -70,6 +100,82 @@ def fuse_ranks(rankings: Iterable[Sequence[K]], k: int = 60) -> dict[K, float]:
             out[x] = out.get(x, 0.0) + 1.0 / (k + i + 1)
     return out
 
+
+# --- chunk rankings ----------------------------------------------------------------------
+_LABEL_RE = re.compile(
+    r"\b(chapter|section|part|item|box|table|figure|fig\.|appendix|annex|note|article|"
+    r"schedule|exhibit|capítulo|sección|chapitre|kapitel|abschnitt)\s+"
+    r"((?:\d+[a-z]?(?:\.\d+)*)|(?:[ivxlc]+)\b|(?:[a-z]\b(?:\.\d+)*))",
+    re.IGNORECASE,
+)
+_STRUCTURAL = {"chapter", "section", "part", "item", "capítulo", "sección", "chapitre",
+               "kapitel", "abschnitt"}
+
+
+def named_labels(question: str) -> list[tuple[str, str]]:
+    """Heading labels a question names: ``[("chapter", "2"), ("box", "1.1")]``."""
+    out = []
+    for word, num in _LABEL_RE.findall(question):
+        word, num = word.lower().rstrip("."), num.lower()
+        if word == "fig":
+            word = "figure"
+        if (word, num) not in out:
+            out.append((word, num))
+    return out
+
+
+def boost_titles(index: Corpus, ranked: list[tuple[int, float]], query: np.ndarray,
+                 labels: list[tuple[str, str]], boost: float, rows: np.ndarray | None
+                 ) -> list[tuple[int, float]]:
+    """``ranked`` (chunk rows with scores) with ``boost`` added to the chunks under a
+    heading that carries one of ``labels``; such chunks join the ranking (scored by their
+    cosine with ``query``) when the search did not find them. ``rows``: the rows the
+    filters allow (``None``: all). Returns the rows best first (ties: lower row first)."""
+    named = _labelled_rows(index, labels)
+    if rows is not None:
+        named &= set(rows.tolist())
+    if not named:
+        return ranked
+    scores = dict(ranked)
+    missing = [r for r in named if r not in scores]
+    if missing:
+        sims = index.vectors_of(missing) @ query
+        scores.update(zip(missing, sims.tolist(), strict=True))
+    for r in named:
+        scores[r] += boost
+    return sorted(scores.items(), key=lambda t: (-t[1], t[0]))
+
+
+def fuse_chunks(dense: list[tuple[int, float]], lexical: list[tuple[int, float]], k: int
+                ) -> list[tuple[int, float]]:
+    """The dense and the lexical chunk rankings fused by reciprocal rank (constant ``k``):
+    rows with fused scores, best first (ties: lower row first)."""
+    fused = fuse_ranks(([r for r, _ in dense], [r for r, _ in lexical]), k)
+    return sorted(fused.items(), key=lambda t: (-t[1], t[0]))
+
+
+def _labelled_rows(index: Corpus, labels: list[tuple[str, str]]) -> set[int]:
+    """Chunk rows whose breadcrumb carries one of ``labels`` (cached per label)."""
+    cache = index.derived.labels
+    found: set[int] = set()
+    for word, num in labels:
+        key = (word, num)
+        if key not in cache:
+            num_re = re.escape(num) + r"(?![\w.]*\d)"
+            named = re.compile(rf"\b{re.escape(word)}\s+{num_re}", re.IGNORECASE)
+            # "Section 2.1" also names a heading that starts with its number: "2.1 Results".
+            bare = re.compile(rf"^\W*{num_re}\b") if word in _STRUCTURAL else None
+            # Only rows whose breadcrumb mentions the number are read and checked.
+            cand = index.rows_mentioning(num)
+            rows = {r for r, crumbs in zip(cand.tolist(), index.crumbs(cand), strict=True)
+                    if any(named.search(t) or (bare is not None and bare.match(t))
+                           for t in crumbs)}
+            cache[key] = rows
+        found |= cache[key]
+    return found
+
+
+# --- candidates --------------------------------------------------------------------------
 
 def group(index: Corpus, ranked: list[tuple[int, float]]) -> list[Candidate]:
     """Dedupe by ``(doc_id, node_id)``: best score per node, all its hit chunks kept."""
@@ -232,14 +338,15 @@ def _traverse(tree: Tree, fused: dict[str, float], beam: int) -> list[str]:
     return reached
 
 
+# --- selection ---------------------------------------------------------------------------
 def select(index: Corpus, candidates: list[Candidate], *, k: int, expand: str = "section"
-           ) -> list[tuple[Candidate, tuple[int, int]]]:
+           ) -> Selected:
     """The best ``k`` nodes with their line ranges; ancestors absorb descendants.
 
     A section inside a better-ranked one adds its hits there; an ancestor of a
     better-ranked one hands over only its own text.
     """
-    chosen: list[tuple[Candidate, tuple[int, int]]] = []
+    chosen: Selected = []
 
     def holder(doc_id: str, rng: tuple[int, int]) -> Candidate | None:
         for other, orng in chosen:
@@ -266,8 +373,60 @@ def select(index: Corpus, candidates: list[Candidate], *, k: int, expand: str = 
             chosen.append((cand, rng))
     return chosen
 
-def promote(idx: Corpus, chosen: list[tuple[Candidate, tuple[int, int]]], promote_parent: int,
-            budget: int) -> list[tuple[Candidate, tuple[int, int]]]:
+
+def merge_duplicates(index: Corpus, selected: Selected) -> Selected:
+    """Selected sections with later copies of an identical or nearly identical section (in
+    another document) removed; each copy's ref is added to the kept one's ``also_in``.
+
+    Only sections of other documents whose sizes are within the similarity threshold of
+    each other and whose best chunks' vectors nearly agree (cosine >= ``_SAME_VECTOR``)
+    are compared word by word, so most queries compare nothing.
+    """
+    if len({c.doc_id for c, _ in selected}) < 2:
+        return selected
+    best = index.vectors_of([c.rows[0] for c, _ in selected])
+    close = best @ best.T
+    kept: list[tuple[int, Candidate, tuple[int, int], int]] = []  # (position, ..., size)
+    shingles: dict[int, frozenset[int]] = {}
+
+    def of(i: int, cand: Candidate, rng: tuple[int, int]) -> frozenset[int]:
+        if i not in shingles:
+            text = (index.chunks[cand.rows[0]].text if cand.node_id is None
+                    else index.tree(cand.doc_id).slice(*rng))
+            shingles[i] = _shingles(text)
+        return shingles[i]
+
+    for i, (cand, rng) in enumerate(selected):
+        size = sum(index.line_tokens(cand.doc_id)[rng[0]:rng[1]])
+        for j, other, orng, osize in kept:
+            if (other.doc_id != cand.doc_id and close[i, j] >= _SAME_VECTOR
+                    and min(size, osize) >= _NEAR_DUPLICATE * max(size, osize)
+                    and _similar(of(i, cand, rng), of(j, other, orng))):
+                other.also_in.append(cand.ref(*rng))
+                break
+        else:
+            kept.append((i, cand, rng, size))
+    return [(c, r) for _, c, r, _ in kept]
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _shingles(text: str) -> frozenset[int]:
+    words = _WORD.findall(text.casefold())
+    if len(words) < _SHINGLE:
+        return frozenset([hash(" ".join(words))])
+    return frozenset(hash(" ".join(words[i:i + _SHINGLE]))
+                     for i in range(len(words) - _SHINGLE + 1))
+
+
+def _similar(a: frozenset[int], b: frozenset[int]) -> bool:
+    if not a or not b or min(len(a), len(b)) < _NEAR_DUPLICATE * max(len(a), len(b)):
+        return False
+    return len(a & b) >= _NEAR_DUPLICATE * len(a | b)
+
+
+def promote(idx: Corpus, chosen: Selected, promote_parent: int, budget: int) -> Selected:
     """Replace ``promote_parent`` or more selected siblings by their parent section if it
     fits ``budget``.
 
@@ -314,8 +473,7 @@ def _range(idx: Corpus, cand: Candidate, expand: str) -> tuple[int, int]:
     return (node.start, node.end) if expand == "section" else (node.start, node.own_end)
 
 
-def _drop_contained(chosen: list[tuple[Candidate, tuple[int, int]]], i: int
-                    ) -> list[tuple[Candidate, tuple[int, int]]]:
+def _drop_contained(chosen: Selected, i: int) -> Selected:
     """Remove entries other than ``i`` whose range lies inside entry ``i``'s range."""
     cand, rng = chosen[i]
     out = []

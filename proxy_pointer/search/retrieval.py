@@ -2,18 +2,18 @@
 
 Chunks are proxies and their metadata are pointers. A search ranks chunks (dense and BM25,
 fused); chunks that point at the same ``(doc_id, node_id)`` are merged into one candidate
-node; nodes are ranked as sections over the skeleton tree (:mod:`.ranking`); the best ``k``
-are selected (an ancestor absorbs its descendants), near-identical sections of different
-documents are handed over once, and the sections are sliced from the *stored copy* of
-their documents (never from a file that may have changed since indexing) and packed into
-a token budget (:mod:`.packing`; tokens are counted by :mod:`proxy_pointer.tokens`).
+node; nodes are ranked as sections over the skeleton tree; the best ``k`` are selected (an
+ancestor absorbs its descendants) and near-identical sections of different documents are
+handed over once (every ranking step: :mod:`.ranking`); the sections are sliced from the
+*stored copy* of their documents (never from a file that may have changed since indexing)
+and packed into a token budget (:mod:`.packing`; tokens are counted by
+:mod:`proxy_pointer.tokens`).
 Sliding-window chunks of documents without headings have no node and are used as context
 directly.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -25,9 +25,23 @@ from .. import defaults
 from ..access import Access, public_metadata
 from ..errors import ConfigError
 from ..parse.tree import normalize_title
-from .packing import Section, merge_duplicates, pack_evidence, pack_sections, ref
-from .ranking import MODES, fuse_ranks, group, keep_documents, promote, rank_nodes, select
+from .packing import pack_evidence, pack_sections
+from .ranking import (
+    MODES,
+    Candidate,
+    Selected,
+    boost_titles,
+    fuse_chunks,
+    group,
+    keep_documents,
+    merge_duplicates,
+    named_labels,
+    promote,
+    rank_nodes,
+    select,
+)
 from .rerank import rerank
+from .sections import Section
 
 if TYPE_CHECKING:
     from ..llm.base import LLM
@@ -60,7 +74,7 @@ class Retrieval:
     def to_dict(self) -> dict[str, Any]:
         """The one JSON-ready result payload (the CLI's ``query --json``, HTTP ``/query``,
         MCP ``search``): ``question``, ``tokens_used``, ``budget``, ``contexts`` (each
-        :meth:`Section.to_dict <.packing.Section.to_dict>`, with the ``ref`` every interface
+        :meth:`Section.to_dict <.sections.Section.to_dict>`, with the ``ref`` every interface
         opens) and ``omitted`` (refs the budget could not hold)."""
         return {"question": self.question, "tokens_used": self.tokens_used,
                 "budget": self.budget, "contexts": [s.to_dict() for s in self.sections],
@@ -259,7 +273,7 @@ class Retriever:
 
     def _rank(self, question: str, q: np.ndarray, cfg: RetrievalConfig,
               rows: np.ndarray | None) -> list[tuple[int, float]]:
-        labels = _labels(question) if cfg.title_boost else []
+        labels = named_labels(question) if cfg.title_boost else []
         if cfg.hybrid and not labels:
             # One call where the store's engine fuses by the same rule (Milvus).
             engine = self.corpus.fused_search(q, question, cfg.k_search, rrf_k=cfg.rrf_k,
@@ -269,36 +283,16 @@ class Retriever:
         scores, found = self.corpus.dense_search(q, cfg.k_search, rows=rows)
         dense = list(zip(found.tolist(), scores.tolist(), strict=True))
         if labels:
-            dense = self._boost(dense, q, labels, cfg, rows)
+            dense = boost_titles(self.corpus, dense, q, labels, cfg.title_boost, rows)
         if not cfg.hybrid:
             return dense
         lexical = self.corpus.lexical_search(question, cfg.k_search, rows)
-        fused = fuse_ranks(([r for r, _ in dense], [r for r, _ in lexical]), cfg.rrf_k)
-        return sorted(fused.items(), key=lambda t: (-t[1], t[0]))
-
-    def _boost(self, ranked: list[tuple[int, float]], query: np.ndarray,
-               labels: list[tuple[str, str]], cfg: RetrievalConfig, rows: np.ndarray | None
-               ) -> list[tuple[int, float]]:
-        """Raise chunks under a heading the question names; such chunks join the ranking."""
-        idx = self.corpus
-        named = _labelled_rows(idx, labels)
-        if rows is not None:
-            named &= set(rows.tolist())
-        if not named:
-            return ranked
-        scores = dict(ranked)
-        missing = [r for r in named if r not in scores]
-        if missing:
-            sims = idx.vectors_of(missing) @ query
-            scores.update(zip(missing, sims.tolist(), strict=True))
-        for r in named:
-            scores[r] += cfg.title_boost
-        return sorted(scores.items(), key=lambda t: (-t[1], t[0]))
+        return fuse_chunks(dense, lexical, cfg.rrf_k)
 
     # --- assembly -------------------------------------------------------------------
-    def _assemble(self, question: str, candidates: list[Any], cfg: RetrievalConfig,
+    def _assemble(self, question: str, candidates: list[Candidate], cfg: RetrievalConfig,
                   query: np.ndarray) -> tuple[list[Section], list[str]]:
-        """Sections within the budget (each with its :attr:`~.packing.Section.relevance`),
+        """Sections within the budget (each with its :attr:`~.sections.Section.relevance`),
         and the refs of selected ones left out for lack of it."""
         idx = self.corpus
         # Twice k are selected so that copies merged away leave room for other sections.
@@ -306,14 +300,14 @@ class Retriever:
         selected = merge_duplicates(idx, selected)[:cfg.k]
         if cfg.promote_parent >= 2:
             selected = promote(idx, selected, cfg.promote_parent, cfg.budget)
-        cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
+        section_cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
         terms = idx.term_weights(question)
         if cfg.packing == "evidence":
-            sections, omitted = pack_evidence(idx, selected, cfg.budget, terms,
-                                              lexical_weight=cfg.lexical_weight,
-                                              cap=cap if cfg.evidence_cap else None)
+            sections, omitted = pack_evidence(
+                idx, selected, cfg.budget, terms, lexical_weight=cfg.lexical_weight,
+                section_cap=section_cap if cfg.evidence_cap else None)
         else:
-            sections, omitted = pack_sections(idx, selected, cfg.budget, cap, terms)
+            sections, omitted = pack_sections(idx, selected, cfg.budget, section_cap, terms)
         relevance = _relevance(idx, selected, query)
         docs = idx.documents
         return [replace(s, relevance=relevance.get(s.ref, 0.0),
@@ -322,50 +316,7 @@ class Retriever:
 
 
 # --- helpers ----------------------------------------------------------------------------
-_LABEL_RE = re.compile(
-    r"\b(chapter|section|part|item|box|table|figure|fig\.|appendix|annex|note|article|"
-    r"schedule|exhibit|capítulo|sección|chapitre|kapitel|abschnitt)\s+"
-    r"((?:\d+[a-z]?(?:\.\d+)*)|(?:[ivxlc]+)\b|(?:[a-z]\b(?:\.\d+)*))",
-    re.IGNORECASE,
-)
-_STRUCTURAL = {"chapter", "section", "part", "item", "capítulo", "sección", "chapitre",
-               "kapitel", "abschnitt"}
-
-
-def _labels(question: str) -> list[tuple[str, str]]:
-    """Heading labels a question names: ``[("chapter", "2"), ("box", "1.1")]``."""
-    out = []
-    for word, num in _LABEL_RE.findall(question):
-        word, num = word.lower().rstrip("."), num.lower()
-        if word == "fig":
-            word = "figure"
-        if (word, num) not in out:
-            out.append((word, num))
-    return out
-
-
-def _labelled_rows(index: Corpus, labels: list[tuple[str, str]]) -> set[int]:
-    """Chunk rows whose breadcrumb carries one of ``labels`` (cached per label)."""
-    cache = index.derived.labels
-    found: set[int] = set()
-    for word, num in labels:
-        key = (word, num)
-        if key not in cache:
-            num_re = re.escape(num) + r"(?![\w.]*\d)"
-            named = re.compile(rf"\b{re.escape(word)}\s+{num_re}", re.IGNORECASE)
-            # "Section 2.1" also names a heading that starts with its number: "2.1 Results".
-            bare = re.compile(rf"^\W*{num_re}\b") if word in _STRUCTURAL else None
-            # Only rows whose breadcrumb mentions the number are read and checked.
-            cand = index.rows_mentioning(num)
-            rows = {r for r, crumbs in zip(cand.tolist(), index.crumbs(cand), strict=True)
-                    if any(named.search(t) or (bare is not None and bare.match(t))
-                           for t in crumbs)}
-            cache[key] = rows
-        found |= cache[key]
-    return found
-
-
-def _relevance(index: Corpus, selected: list[Any], query: np.ndarray) -> dict[str, float]:
+def _relevance(index: Corpus, selected: Selected, query: np.ndarray) -> dict[str, float]:
     """Ref -> cosine similarity of the question and the section's best hit chunk, clipped
     to 0-1 (one read of the selected sections' rows)."""
     rows = sorted({r for cand, _ in selected for r in cand.rows})
@@ -375,7 +326,7 @@ def _relevance(index: Corpus, selected: list[Any], query: np.ndarray) -> dict[st
     norms = np.linalg.norm(vectors, axis=1) * (float(np.linalg.norm(query)) or 1.0)
     cos = (vectors @ query) / np.where(norms > 0, norms, 1.0)
     sims = dict(zip(rows, cos.tolist(), strict=True))
-    return {ref(cand, *rng): min(1.0, max(0.0, max(sims[r] for r in cand.rows)))
+    return {cand.ref(*rng): min(1.0, max(0.0, max(sims[r] for r in cand.rows)))
             for cand, rng in selected}
 
 

@@ -11,7 +11,7 @@ The LLM backends live in :mod:`proxy_pointer.llm`. Example (any object with ``mo
 and ``generate`` is an LLM)::
 
     >>> from proxy_pointer.llm import LLMReply
-    >>> from proxy_pointer.search.retrieval import Section
+    >>> from proxy_pointer.search.sections import Section
     >>> class Echo:
     ...     model_id = "echo"
     ...     def generate(self, prompt, *, system=None):
@@ -36,7 +36,7 @@ from ..errors import ConfigError
 from ..llm.base import LLM
 from ..parse.tree import split_lines
 from ..refs import Ref
-from .retrieval import Section
+from .sections import Section
 
 __all__ = [
     "ENABLE_SYNTHESIS_HINT",

@@ -8,9 +8,10 @@ One argument set: an open ``index`` or an ``index_dir`` (a saved index or a
 :class:`~.errors.ConfigError` naming it, never a setting silently dropped.
 
 One metadata shape: :func:`section_metadata`, the result payload's fields of a section
-(:meth:`~.packing.Section.to_dict`) without its text and with its ``breadcrumb``. Its
-``relevance`` (0-1: cosine similarity of the question and the section's best chunk) is the
-score frameworks compare with a cutoff; ``score`` is the raw rank-fusion score.
+(:meth:`~proxy_pointer.search.sections.Section.to_dict`) without its text and with its
+``breadcrumb``. Its ``relevance`` (0-1: cosine similarity of the question and the
+section's best chunk) is the score frameworks compare with a cutoff; ``score`` is the raw
+rank-fusion score.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..index import Index
-from ..search.packing import Section
 from ..search.retrieval import RetrievalConfig
+from ..search.sections import Section
 
 __all__ = ["OPTIONS", "open_index", "retrieval_options", "section_metadata"]
 

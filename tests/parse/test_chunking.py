@@ -29,7 +29,7 @@ from proxy_pointer.parse.chunking import (
 from proxy_pointer.parse.noise import NoiseConfig, NoiseDecision
 from proxy_pointer.parse.tree import Node, Tree, build_tree, split_lines
 from proxy_pointer.stores import open_store
-from proxy_pointer.tokens import count_tokens, count_tokens_batch, count_tokens_many
+from proxy_pointer.tokens import count_tokens, count_tokens_many
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "chunking"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -71,7 +71,7 @@ def check_chunks(tree: Tree, chunks: list[Chunk], config: ChunkConfig) -> None:
             assert c.path == node.path
             assert head == breadcrumb_text(tree.breadcrumb(node), config.max_breadcrumb_tokens)
     if config.unit == "tokens" and chunks:
-        counts = count_tokens_batch([c.embed_text for c in chunks])
+        counts = count_tokens_many([c.embed_text for c in chunks])
         assert max(counts) + 2 <= (config.window_tokens or WINDOW)
 
 
@@ -561,7 +561,7 @@ def test_a_five_megabyte_line():
     assert all(text[c.start_char : c.end_char] == c.text for c in chunks)
     assert chunks[0].start_char == ls[4] and chunks[-1].end_char == ls[5] - 1
     sample = chunks[:: len(chunks) // 200]
-    assert max(count_tokens_batch([c.embed_text for c in sample])) + 2 <= WINDOW
+    assert max(count_tokens_many([c.embed_text for c in sample])) + 2 <= WINDOW
 
 
 def test_a_giant_word_is_cut_into_bounded_pieces():
@@ -629,13 +629,7 @@ def test_property_chunks_point_exactly_and_cover_each_body(doc, size, chars):
         _assert_every_line_kept(doc, chunks)
     if not chars:
         bodies = [c.embed_text.partition("\n")[2] for c in chunks]
-        assert all(n <= size for n in count_tokens_batch(bodies))
-
-
-@settings(max_examples=80, deadline=None)
-@given(st.lists(st.text(max_size=200), max_size=30))
-def test_property_joined_counting_equals_the_tokenizer(texts):
-    assert count_tokens_many(texts) == count_tokens_batch(texts)
+        assert all(n <= size for n in count_tokens_many(bodies))
 
 
 # --- the shared corpora (only where present) ------------------------------------------------

@@ -1,7 +1,7 @@
 """The fast parsing paths give exactly what the paths they replace give.
 
 ``DocumentTokens`` tokenizes a document once for its per-line counts and its span counters:
-each must equal ``count_tokens_batch(lines)`` and ``span_counters(text, spans)`` (every
+each must equal every line's ``count_tokens`` and ``span_counters(text, spans)`` (every
 token's start, end and word start), on generated text with the characters the BERT
 normalizer treats specially (accents, control and zero-width characters, CJK, CR line ends).
 """
@@ -20,7 +20,7 @@ from proxy_pointer.parse.tree import build_tree, split_lines
 from proxy_pointer.tokens import (
     WORD_PIECES,
     DocumentTokens,
-    count_tokens_batch,
+    count_tokens,
     span_counters,
 )
 
@@ -40,7 +40,7 @@ _TEXT = st.lists(_ALPHABET, max_size=200).map("".join)
 def _check(text: str) -> None:
     lines = split_lines(text)
     doc = DocumentTokens(lines)
-    assert doc.line_counts == count_tokens_batch(lines)
+    assert doc.line_counts == [count_tokens(line) for line in lines]
     assert int(doc.line_first[-1]) == sum(doc.line_counts)
     starts = [0]
     for line in lines:
@@ -127,7 +127,7 @@ def test_chunks_with_and_without_document_tokens(md: str, eol: str) -> None:
     pieces = DocumentTokens(tree.lines)
     assert chunk_tree(tree, config, pieces=pieces) == chunk_tree(tree, config)
     parsed = parse_document(text, "d.md", "d.md", None, config, False)
-    assert list(parsed.record.line_tokens) == count_tokens_batch(tree.lines)
+    assert list(parsed.record.line_tokens) == [count_tokens(line) for line in tree.lines]
     assert parsed.token_seconds >= 0.0
 
 

@@ -16,7 +16,7 @@ from openai_server import Reply
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.llm import ScriptedLLM
 from proxy_pointer.refs import Ref
-from proxy_pointer.search.retrieval import Section
+from proxy_pointer.search.sections import Section
 from proxy_pointer.search.synthesis import (
     NOT_IN_SECTIONS,
     NOTHING_RETRIEVED,

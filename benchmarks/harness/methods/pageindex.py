@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from proxy_pointer.tokens import count_tokens_batch
+from proxy_pointer.tokens import count_tokens_many
 
 from ..context import Piece
 from ..dataset import Dataset, Question
@@ -144,8 +144,8 @@ class PageIndexMethod:
         self._nodes = {d: dict(_walk(s, ())) for d, s in trees.items()}
         self._queries = result["queries"]
         calls = result["calls"]
-        prompt_tokens = count_tokens_batch([c["prompt"] for c in calls])
-        reply_tokens = count_tokens_batch([c["reply"] for c in calls])
+        prompt_tokens = count_tokens_many([c["prompt"] for c in calls])
+        reply_tokens = count_tokens_many([c["reply"] for c in calls])
         per = {"index": [0, 0, 0], "query": [0, 0, 0]}
         calls_by_doc = dict.fromkeys(result["docs"], 0)
         for c, pt, rt in zip(calls, prompt_tokens, reply_tokens, strict=True):

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from proxy_pointer.tokens import count_tokens_batch
+from proxy_pointer.tokens import count_tokens_many
 
 from ..context import Piece
 from ..dataset import Dataset, Question
@@ -88,7 +88,7 @@ def split_windows(dataset: Dataset, size: int, overlap: int) -> Windows:
         rows[doc_id] = np.arange(len(texts), len(texts) + len(parts), dtype=np.int64)
         texts.extend(parts)
         doc_ids.extend([doc_id] * len(parts))
-    tokens = np.asarray(count_tokens_batch(texts), dtype=np.int64)
+    tokens = np.asarray(count_tokens_many(texts), dtype=np.int64)
     win = Windows(texts=texts, doc_ids=doc_ids, tokens=tokens, rows=rows,
                   seconds=time.perf_counter() - t0, pages=pages)
     _WINDOW_CACHE[key] = win
