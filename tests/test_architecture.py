@@ -50,7 +50,8 @@ LAYERS = [
     {"stores.records", "stores.segments", "stores.base", "stores.writer", "stores.disk",
      "stores.staging", "stores.local",
      "stores.milvus_segment", "stores.milvus_schema", "stores.milvus", "stores"},
-    {"search.derived", "search.corpus", "search"},  # the reader retrieval is written against
+    # the request rules, and the reader retrieval is written against
+    {"search.config", "search.derived", "search.corpus", "search"},
     {"search.ranking", "search.rerank"},
     {"search.packing"},
     {"search.retrieval"},

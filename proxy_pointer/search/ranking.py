@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from .config import MODES
+
 if TYPE_CHECKING:
     from ..parse.tree import Tree
     from .corpus import Corpus
@@ -32,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["MODES", "Candidate", "fuse_ranks", "group", "keep_documents", "promote", "rank_nodes",
            "select"]
 
-MODES = ("collapsed", "traverse", "chunks")
 K = TypeVar("K", bound=Hashable)
 _DOCS = 8  # documents whose trees compete in "collapsed" / "traverse" (best hits first)
 
