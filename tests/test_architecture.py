@@ -60,7 +60,8 @@ LAYERS = [
      "ingest"},
     {"index"},  # the writer; its retrieve/ask call the layers below
     {"serve.service", "serve.adapters", "serve"},
-    {"cli", "langchain", "llama_index", "serve.http", "serve.mcp", "__init__"},
+    {"cli", "langchain", "llama_index", "serve.http", "serve.http_routes", "serve.http_models",
+     "serve.http_auth", "serve.http_guard", "serve.mcp", "__init__"},
 ]
 
 

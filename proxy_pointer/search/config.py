@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sized
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .. import defaults
 from ..access import Access
@@ -24,15 +24,20 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from ..llm.base import LLM
 
-__all__ = ["EXPANDS", "MODES", "PACKINGS", "Limits", "RetrievalConfig", "check_budget",
-           "check_choice", "check_count", "check_doc_ids", "check_k", "check_question"]
+__all__ = ["EXPANDS", "MODES", "PACKINGS", "Expand", "Limits", "Mode", "Packing",
+           "RetrievalConfig", "check_budget", "check_choice", "check_count", "check_doc_ids",
+           "check_k", "check_question"]
 
-#: How nodes are ranked as sections (:mod:`.ranking`); the default first.
-MODES = ("chunks", "collapsed", "traverse")
+#: How nodes are ranked as sections (:mod:`.ranking`); the default first. The type serves
+#: schemas (the HTTP request model); the tuple serves checks and the CLI's choices.
+Mode = Literal["chunks", "collapsed", "traverse"]
+MODES: tuple[str, ...] = get_args(Mode)
 #: How sections fill the budget (:mod:`.packing`): best blocks, or whole sections in order.
-PACKINGS = ("evidence", "sections")
+Packing = Literal["evidence", "sections"]
+PACKINGS: tuple[str, ...] = get_args(Packing)
 #: What a node hands over: its section with subsections, or its own text only.
-EXPANDS = ("section", "own")
+Expand = Literal["section", "own"]
+EXPANDS: tuple[str, ...] = get_args(Expand)
 
 
 @dataclass(frozen=True)
