@@ -1,9 +1,10 @@
 """What the HTTP API and the MCP server answer: one index held open, answers as JSON-ready data.
 
 Both interfaces (:mod:`.http`, :mod:`.mcp`) call a :class:`Service`, so they agree
-on payload shapes, request limits and errors. A service loads its index once and, before a
-request, picks up a generation another writer committed since (readers keep the generation
-they opened, so a request never sees a half-written index). Bad requests raise
+on payload shapes, request limits (:mod:`proxy_pointer.search.config`) and errors. A
+service loads its index once and, before a request, picks up a generation another writer
+committed since (readers keep the generation they opened, so a request never sees a
+half-written index). Bad requests raise
 :class:`~proxy_pointer.errors.ConfigError`; unknown documents, sections or lines raise
 :class:`~proxy_pointer.errors.NotFoundError`; ``ask`` without an LLM raises
 :class:`UnavailableError`.
