@@ -65,7 +65,7 @@ _LAZY = {
     "NoiseConfig": "parse.noise",
     "classify_noise": "parse.noise",
     "Retrieval": "search.retrieval",
-    "RetrievalConfig": "search.retrieval",
+    "RetrievalConfig": "search.config",
     "Retriever": "search.retrieval",
     "Section": "search.sections",
     "DocumentRecord": "stores",
@@ -101,7 +101,8 @@ if TYPE_CHECKING:
     from .parse.chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
     from .parse.noise import NoiseConfig, classify_noise
     from .parse.tree import Node, Tree, TreeConfig, build_tree, format_tree
-    from .search.retrieval import Retrieval, RetrievalConfig, Retriever
+    from .search.config import RetrievalConfig
+    from .search.retrieval import Retrieval, Retriever
     from .search.sections import Section
     from .search.synthesis import Answer, Citation, synthesize
     from .stores import DocumentRecord, LocalStore, Manifest, MilvusStore, Store

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 from . import defaults
 from .access import Access, read_metadata_file, read_tokens
 from .errors import ConfigError, DocumentError, NotFoundError, ProxyPointerError
+from .search.config import EXPANDS, MODES, PACKINGS
 
 __all__ = ["main"]
 
@@ -50,14 +51,14 @@ def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
                    help="search only this document (repeatable)")
     p.add_argument("--path", default=None, metavar="PREFIX",
                    help='search only under this breadcrumb prefix, e.g. "Chapter 2"')
-    p.add_argument("--expand", choices=["section", "own"], default=defaults.EXPAND,
+    p.add_argument("--expand", choices=EXPANDS, default=defaults.EXPAND,
                    help="hand over whole sections with subsections, or own text only")
     p.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=defaults.HYBRID,
                    help="fuse BM25 with dense search (default on; --no-hybrid: dense only)")
-    p.add_argument("--mode", choices=["chunks", "collapsed", "traverse"], default=defaults.MODE,
+    p.add_argument("--mode", choices=MODES, default=defaults.MODE,
                    help="rank sections by their best chunk, over the collapsed tree, or "
                         "top-down (default %(default)s)")
-    p.add_argument("--packing", choices=["evidence", "sections"], default=defaults.PACKING,
+    p.add_argument("--packing", choices=PACKINGS, default=defaults.PACKING,
                    help="fill the budget with the best blocks of the sections, or with whole "
                         "sections in rank order (default %(default)s)")
     _add_principal_option(p)

@@ -50,7 +50,8 @@ LAYERS = [
     {"stores.records", "stores.segments", "stores.base", "stores.writer", "stores.disk",
      "stores.staging", "stores.local",
      "stores.milvus_segment", "stores.milvus_schema", "stores.milvus", "stores"},
-    {"search.derived", "search.corpus", "search"},  # the reader retrieval is written against
+    # the request rules, and the reader retrieval is written against
+    {"search.config", "search.derived", "search.corpus", "search"},
     {"search.sections"},  # the result type, read by everything above
     {"search.ranking", "search.rerank"},
     {"search.packing"},
@@ -60,7 +61,8 @@ LAYERS = [
      "ingest"},
     {"index"},  # the writer; its retrieve/ask call the layers below
     {"serve.service", "serve.adapters", "serve"},
-    {"cli", "langchain", "llama_index", "serve.http", "serve.mcp", "__init__"},
+    {"cli", "langchain", "llama_index", "serve.http", "serve.http_routes", "serve.http_models",
+     "serve.http_auth", "serve.http_guard", "serve.mcp", "__init__"},
 ]
 
 

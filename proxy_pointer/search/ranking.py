@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from ..refs import Ref
+from .config import MODES
 
 if TYPE_CHECKING:
     from ..parse.tree import Tree
@@ -49,7 +50,6 @@ __all__ = ["MODES", "Candidate", "Selected", "boost_titles", "fuse_chunks", "fus
            "group", "keep_documents", "merge_duplicates", "named_labels", "promote",
            "rank_nodes", "select"]
 
-MODES = ("collapsed", "traverse", "chunks")
 K = TypeVar("K", bound=Hashable)
 _DOCS = 8  # documents whose trees compete in "collapsed" / "traverse" (best hits first)
 _SHINGLE = 3  # words per shingle when comparing sections for near-duplicates

@@ -21,13 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import defaults
 from ..access import Access, public_metadata
-from ..errors import ConfigError
 from ..parse.tree import normalize_title
+from .config import RetrievalConfig, check_question
 from .packing import pack_evidence, pack_sections
 from .ranking import (
-    MODES,
     Candidate,
     Selected,
     boost_titles,
@@ -44,7 +42,6 @@ from .rerank import rerank
 from .sections import Section
 
 if TYPE_CHECKING:
-    from ..llm.base import LLM
     from .corpus import Corpus
 
 __all__ = ["Retrieval", "RetrievalConfig", "Retriever", "Section"]
@@ -81,117 +78,6 @@ class Retrieval:
                 "omitted": list(self.omitted)}
 
 
-@dataclass(frozen=True, kw_only=True)
-class RetrievalConfig:
-    """How a question becomes sections. Defaults were tuned on qasper-dev (see README).
-
-    * ``k_search`` chunks are searched, merged into unique nodes, the best ``k`` kept.
-    * ``mode`` ranks nodes as sections (:mod:`.ranking`): ``"chunks"`` (default: a node
-      ranks by its best chunk), ``"collapsed"`` (every node of a hit document's tree
-      competes, by its best chunk and its subtree's mean vector) or ``"traverse"``
-      (top-down, ``beam`` children per level). On qasper-dev the three are within a point
-      of evidence hit at 1,000 tokens; "collapsed" finds the gold section more often but
-      costs latency (README).
-    * ``expand="section"`` hands over a node with its subsections (the reference design);
-      ``"own"`` only its own text up to its first child.
-    * ``budget`` caps the total tokens of all section texts. ``packing="evidence"``
-      (default, :func:`~.packing.pack_evidence`) fills it with the best lines of the ``k``
-      sections, whole sections where they fit; ``lexical_weight`` (default 0: on
-      qasper-dev 0.1 and 0.25 lost up to 4 points at 500 tokens) is how much a block's own
-      BM25 match with the question raises its chunk's score. ``packing="sections"`` hands
-      over whole sections in rank order, trimming one that does not fit to its heading and
-      its best pieces. Both are one planner (:func:`~.packing.pack`): a block or line too
-      long for a section's share is cut at sentences, so no ranked section is left out for
-      its size. Either way a section may take at most
-      ``max(section_floor, max_section_share * budget)`` tokens (the evidence packer
-      lifts this cap only to fill what the other sections left; ``evidence_cap=False``
-      drops it), so one long chapter cannot crowd out every other hit.
-    * ``documents`` > 0 keeps only the sections of that many best documents (two-stage
-      search: a document ranks by its best chunk and by the mean vector of its opening
-      chunks). Off by default: on qasper-dev's corpus search it lost 3-5 points.
-    * ``rerank_llm`` (opt-in, off): an :class:`~.llm.base.LLM` that reorders the best
-      ``rerank_top`` sections by their breadcrumbs, one call per query (:mod:`.rerank`).
-    * ``promote_parent``: when this many (>= 2) selected nodes share a parent, the parent's
-      section replaces them if it fits; 0 (default) turns it off.
-    * ``hybrid`` (default on) fuses BM25 (bm25s, over the same chunks and breadcrumbs) with
-      the dense ranking by reciprocal rank fusion (constant ``rrf_k``); no LLM either way.
-    * ``title_boost`` is added to the score of chunks whose breadcrumb carries a label the
-      question names ("Chapter 2", "Box 1.1", "Item 7", "Note 12", "Table 3"): the
-      embedder barely sees such numbers, the breadcrumb states them exactly.
-    * ``doc_ids`` and ``path_prefix`` restrict the search (``path_prefix`` matches the
-      leading titles of a chunk's breadcrumb, case-insensitively).
-    * ``principal`` (the caller's groups) hides documents whose metadata's ``access``
-      names none of them; ``where`` (``{"key": "value"}`` or ``["key=value"]``) keeps
-      documents whose metadata holds every pair (:mod:`.access`). Both act inside search,
-      before the top ``k``: hidden documents take no places. ``None``: no filter.
-    """
-
-    budget: int = defaults.BUDGET
-    k: int = defaults.K
-    k_search: int = defaults.K_SEARCH
-    expand: str = defaults.EXPAND
-    mode: str = defaults.MODE
-    beam: int = 3
-    packing: str = defaults.PACKING
-    lexical_weight: float = 0.0
-    evidence_cap: bool = True
-    documents: int = 0
-    rerank_llm: LLM | None = None
-    rerank_top: int = 50
-    max_section_share: float = 0.3
-    section_floor: int = 400
-    promote_parent: int = 0
-    hybrid: bool = defaults.HYBRID
-    rrf_k: int = 60
-    title_boost: float = 0.15
-    doc_ids: tuple[str, ...] | None = None
-    path_prefix: tuple[str, ...] | None = None
-    principal: tuple[str, ...] | None = None
-    where: tuple[tuple[str, str], ...] | None = None
-
-    def __post_init__(self) -> None:
-        view = Access.of(self.principal, self.where)  # ConfigError for a malformed one
-        object.__setattr__(self, "principal", None if view.principal is None
-                           else tuple(sorted(view.principal)))
-        object.__setattr__(self, "where", view.where or None)
-        if isinstance(self.doc_ids, str):
-            object.__setattr__(self, "doc_ids", (self.doc_ids,))
-        elif self.doc_ids is not None:
-            object.__setattr__(self, "doc_ids", tuple(self.doc_ids))
-        if isinstance(self.path_prefix, str):
-            parts = tuple(p.strip() for p in self.path_prefix.split(">") if p.strip())
-            object.__setattr__(self, "path_prefix", parts or None)
-        elif self.path_prefix is not None:
-            object.__setattr__(self, "path_prefix", tuple(self.path_prefix) or None)
-        for name in ("budget", "k", "k_search"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise ConfigError(f"{name} must be a positive integer, got {v!r}")
-        if self.expand not in ("section", "own"):
-            raise ConfigError(f"expand must be 'section' or 'own', got {self.expand!r}")
-        if self.mode not in MODES:
-            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if self.packing not in ("evidence", "sections"):
-            raise ConfigError(f"packing must be 'evidence' or 'sections', got {self.packing!r}")
-        if not isinstance(self.beam, int) or self.beam < 1:
-            raise ConfigError(f"beam must be a positive integer, got {self.beam!r}")
-        if not isinstance(self.documents, int) or self.documents < 0:
-            raise ConfigError(
-                f"documents must be 0 (off) or a positive integer, got {self.documents!r}")
-        if not isinstance(self.rerank_top, int) or self.rerank_top < 2:
-            raise ConfigError(f"rerank_top must be at least 2, got {self.rerank_top!r}")
-        if self.lexical_weight < 0:
-            raise ConfigError("lexical_weight must be >= 0")
-        if not 0 < self.max_section_share <= 1:
-            raise ConfigError("max_section_share must be in (0, 1]")
-        if self.promote_parent < 0 or self.promote_parent == 1:
-            raise ConfigError("promote_parent must be 0 (off) or at least 2")
-        if self.section_floor < 0:
-            raise ConfigError("section_floor must be >= 0")
-        if self.rrf_k < 1:
-            raise ConfigError("rrf_k must be at least 1")
-
-
 class Retriever:
     """Answers questions from a :class:`~proxy_pointer.search.corpus.Corpus` (read-only): an
     index's :attr:`~proxy_pointer.index.Index.reader` for one generation throughout, or
@@ -209,9 +95,7 @@ class Retriever:
         with no documents, or filters that match nothing, give an empty result.
         """
         cfg = replace(self.config, **options) if options else self.config
-        if not isinstance(question, str) or not question.strip():
-            raise ConfigError("the question is empty")
-        question = question.strip()
+        question = check_question(question)
         rows = self._filter_rows(cfg)
         if (rows is not None and len(rows) == 0) or len(self.corpus.chunks) == 0:
             return Retrieval(question, (), cfg.budget, 0)

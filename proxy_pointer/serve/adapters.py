@@ -1,7 +1,7 @@
 """What the framework retrievers (:mod:`.langchain`, :mod:`.llama_index`) share.
 
 One argument set: an open ``index`` or an ``index_dir`` (a saved index or a
-``milvus:URI[#NAME]`` location), plus any :class:`~.retrieval.RetrievalConfig` field
+``milvus:URI[#NAME]`` location), plus any :class:`~.search.config.RetrievalConfig` field
 (``k``, ``budget``, ``doc_ids``, ``path_prefix``, ``mode``, ...) given as a keyword or in
 ``options``. Every name is checked and every value validated when the retriever is made
 (and again for per-call settings), so a typo like ``budegt=10`` is a
@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..index import Index
-from ..search.retrieval import RetrievalConfig
+from ..search.config import RetrievalConfig
 from ..search.sections import Section
 
 __all__ = ["OPTIONS", "open_index", "retrieval_options", "section_metadata"]

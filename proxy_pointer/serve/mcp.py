@@ -71,9 +71,6 @@ document's headings around a hit (open a parent or a sibling with `get_section`)
 `list_documents()` for what is indexed.
 """
 
-Question = Annotated[str, Field(description="What to look for, in natural language.")]
-DocIds = Annotated[list[str] | None, Field(
-    description="Search only these documents (doc_id as list_documents gives it).")]
 Ref = Annotated[str, Field(
     description="A ref as search or outline gives it: doc_id#node_id (a section), "
                 "doc_id#L12-30 or doc_id#L12 (1-based lines).")]
@@ -98,6 +95,11 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
     server = _Server(name, instructions=_INSTRUCTIONS, version=__version__, **settings)
     limits = service.limits
     # The service's limits (per service) are in the schema, so a client sees them up front.
+    Question = Annotated[str, Field(description="What to look for, in natural language.",
+                                    max_length=limits.max_question_chars)]
+    DocIds = Annotated[list[str] | None, Field(
+        description="Search only these documents (doc_id as list_documents gives it).",
+        max_length=limits.max_doc_ids)]
     Budget = Annotated[int | None, Field(
         description="Most tokens of section text to return, all sections together "
                     f"(default {defaults.BUDGET}).", ge=1, le=limits.max_budget)]
@@ -124,8 +126,9 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
 
     for tool in (search, get_section, outline, list_documents):
         # mcp 1.x reads the annotations unevaluated; hand it the types, not their names
-        tool.__annotations__ = get_type_hints(tool, localns={"Budget": Budget, "K": K},
-                                              include_extras=True)
+        tool.__annotations__ = get_type_hints(tool, localns={
+            "Question": Question, "DocIds": DocIds, "Budget": Budget, "K": K},
+            include_extras=True)
         server.parameters[tool.__name__] = tuple(inspect.signature(tool).parameters)
     server.add_tool(search, name="search", annotations=reads, description=(
         "Find the sections of the indexed documents that answer a question. Returns "

@@ -1,9 +1,10 @@
 """What the HTTP API and the MCP server answer: one index held open, answers as JSON-ready data.
 
 Both interfaces (:mod:`.http`, :mod:`.mcp`) call a :class:`Service`, so they agree
-on payload shapes, request limits and errors. A service loads its index once and, before a
-request, picks up a generation another writer committed since (readers keep the generation
-they opened, so a request never sees a half-written index). Bad requests raise
+on payload shapes, request limits (:mod:`proxy_pointer.search.config`) and errors. A
+service loads its index once and, before a request, picks up a generation another writer
+committed since (readers keep the generation they opened, so a request never sees a
+half-written index). Bad requests raise
 :class:`~proxy_pointer.errors.ConfigError`; unknown documents, sections or lines raise
 :class:`~proxy_pointer.errors.NotFoundError`; ``ask`` without an LLM raises
 :class:`UnavailableError`.
@@ -22,7 +23,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,14 @@ from ..documents import discover, resolve_doc_id
 from ..errors import ConfigError, NotFoundError, ProxyPointerError
 from ..index import Index
 from ..refs import Ref
-from ..search.retrieval import RetrievalConfig
+from ..search.config import (
+    Limits,
+    RetrievalConfig,
+    check_budget,
+    check_doc_ids,
+    check_k,
+    check_question,
+)
 from ..stores import Store, open_store
 
 if TYPE_CHECKING:
@@ -44,17 +51,6 @@ __all__ = ["Limits", "NotFoundError", "Service", "UnavailableError", "describe_i
 
 class UnavailableError(ProxyPointerError):
     """The service cannot do this now (``ask`` with no LLM configured)."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Bounds on one request, checked before any work is done."""
-
-    max_question_chars: int = 4_000
-    max_budget: int = 32_000
-    max_k: int = 100
-    max_doc_ids: int = 1_000
-    max_body_bytes: int = 1_000_000  # HTTP bodies (JSON); enforced by the HTTP layer
 
 
 class Service:
@@ -125,13 +121,12 @@ class Service:
         """A retrieval config within :attr:`limits` for a caller with ``access`` (its
         principal, its filters and the request's ``where``); :class:`ConfigError`
         otherwise, :class:`NotFoundError` for a doc id the caller cannot see."""
-        lim = self.limits
-        if budget is not None and not (isinstance(budget, int) and 0 < budget <= lim.max_budget):
-            raise ConfigError(f"budget must be an integer in 1..{lim.max_budget}, got {budget!r}")
-        if k is not None and not (isinstance(k, int) and 0 < k <= lim.max_k):
-            raise ConfigError(f"k must be an integer in 1..{lim.max_k}, got {k!r}")
-        if doc_ids is not None and len(doc_ids) > lim.max_doc_ids:
-            raise ConfigError(f"at most {lim.max_doc_ids} doc_ids")
+        if budget is not None:
+            check_budget(budget, self.limits)
+        if k is not None:
+            check_k(k, self.limits)
+        if doc_ids is not None:
+            check_doc_ids(doc_ids, self.limits)
         options: dict[str, Any] = {
             "principal": access.principal,
             "where": (*access.where, *Access.of(where=where).where) or None}
@@ -143,19 +138,11 @@ class Service:
             options["doc_ids"] = tuple(self._doc_key(d, access) for d in doc_ids)
         return RetrievalConfig(**options)
 
-    def _question(self, question: Any) -> str:
-        if not isinstance(question, str) or not question.strip():
-            raise ConfigError("the question is empty")
-        if len(question) > self.limits.max_question_chars:
-            raise ConfigError(f"the question is over {self.limits.max_question_chars} "
-                              "characters")
-        return question.strip()
-
     def query(self, question: str, *, access: Access = ANONYMOUS, **options: Any
               ) -> dict[str, Any]:
         """Sections for ``question``: :meth:`Retrieval.to_dict
         <proxy_pointer.search.retrieval.Retrieval.to_dict>`, the payload ``query --json`` prints."""
-        question = self._question(question)
+        question = check_question(question, self.limits)
         with self.pinned() as idx:
             return idx.retrieve(question, self.config(access=access, **options)).to_dict()
 
@@ -167,7 +154,7 @@ class Service:
         if self.llm is None:
             raise UnavailableError("no LLM is configured: start the server with --llm "
                                    "(or set GEMINI_API_KEY / PROXY_POINTER_LLM)")
-        question = self._question(question)
+        question = check_question(question, self.limits)
         with self.pinned() as idx:
             return idx.ask(question, self.llm, self.config(access=access, **options)).to_dict()
 

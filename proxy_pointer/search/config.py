@@ -1,0 +1,203 @@
+"""The one definition of what a retrieval request may ask: the choices (:data:`MODES`,
+:data:`PACKINGS`, :data:`EXPANDS`), the bounds a served request must keep (:class:`Limits`),
+one check per rule, and :class:`RetrievalConfig`.
+
+Every interface reads these: :class:`RetrievalConfig` (the Python API, no upper bounds),
+the service behind HTTP and MCP (:class:`Limits` applied), the HTTP request models and the
+MCP tool schema (their bounds and enums), and the CLI's ``choices``. A check raises
+:class:`~proxy_pointer.errors.ConfigError` worded ``"<name> must be <rule>, got <value>"``
+(the question: ``"the question is empty"`` / ``"the question is over N characters"``).
+
+Cheap to import (the CLI reads the choices before it loads anything heavy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sized
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from .. import defaults
+from ..access import Access
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..llm.base import LLM
+
+__all__ = ["EXPANDS", "MODES", "PACKINGS", "Expand", "Limits", "Mode", "Packing",
+           "RetrievalConfig", "check_budget", "check_choice", "check_count", "check_doc_ids",
+           "check_k", "check_question"]
+
+#: How nodes are ranked as sections (:mod:`.ranking`); the default first. The type serves
+#: schemas (the HTTP request model); the tuple serves checks and the CLI's choices.
+Mode = Literal["chunks", "collapsed", "traverse"]
+MODES: tuple[str, ...] = get_args(Mode)
+#: How sections fill the budget (:mod:`.packing`): best blocks, or whole sections in order.
+Packing = Literal["evidence", "sections"]
+PACKINGS: tuple[str, ...] = get_args(Packing)
+#: What a node hands over: its section with subsections, or its own text only.
+Expand = Literal["section", "own"]
+EXPANDS: tuple[str, ...] = get_args(Expand)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one served request (HTTP, MCP), checked before any work is done; the
+    Python API has none."""
+
+    max_question_chars: int = 4_000
+    max_budget: int = 32_000
+    max_k: int = 100
+    max_doc_ids: int = 1_000
+    max_body_bytes: int = 1_000_000  # HTTP bodies (JSON); enforced by the HTTP layer
+
+
+def check_question(question: Any, limits: Limits | None = None) -> str:
+    """``question`` without surrounding whitespace; :class:`ConfigError` when it is no
+    string, blank, or (with ``limits``) over ``limits.max_question_chars`` characters."""
+    if not isinstance(question, str) or not question.strip():
+        raise ConfigError("the question is empty")
+    if limits is not None and len(question) > limits.max_question_chars:
+        raise ConfigError(f"the question is over {limits.max_question_chars} characters")
+    return question.strip()
+
+
+def check_count(name: str, value: Any, most: int | None = None) -> int:
+    """``value`` when it is an integer (not a bool) in ``1..most`` (no upper bound when
+    ``most`` is None); :class:`ConfigError` naming ``name`` otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0 and (
+            most is None or value <= most):
+        return value
+    rule = "a positive integer" if most is None else f"an integer in 1..{most}"
+    raise ConfigError(f"{name} must be {rule}, got {value!r}")
+
+
+def check_budget(value: Any, limits: Limits | None = None) -> int:
+    """The context token budget: a positive integer, at most ``limits.max_budget``."""
+    return check_count("budget", value, None if limits is None else limits.max_budget)
+
+
+def check_k(value: Any, limits: Limits | None = None) -> int:
+    """The sections to keep: a positive integer, at most ``limits.max_k``."""
+    return check_count("k", value, None if limits is None else limits.max_k)
+
+
+def check_doc_ids(value: Sized, limits: Limits) -> None:
+    """At most ``limits.max_doc_ids`` doc ids; :class:`ConfigError` otherwise."""
+    if len(value) > limits.max_doc_ids:
+        raise ConfigError(f"doc_ids must be at most {limits.max_doc_ids} ids, "
+                          f"got {len(value)}")
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """``value`` when it is one of ``choices``; :class:`ConfigError` naming ``name``
+    otherwise."""
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return str(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrievalConfig:
+    """How a question becomes sections. Defaults were tuned on qasper-dev (see README).
+
+    * ``k_search`` chunks are searched, merged into unique nodes, the best ``k`` kept.
+    * ``mode`` ranks nodes as sections (:mod:`.ranking`): ``"chunks"`` (default: a node
+      ranks by its best chunk), ``"collapsed"`` (every node of a hit document's tree
+      competes, by its best chunk and its subtree's mean vector) or ``"traverse"``
+      (top-down, ``beam`` children per level). On qasper-dev the three are within a point
+      of evidence hit at 1,000 tokens; "collapsed" finds the gold section more often but
+      costs latency (README).
+    * ``expand="section"`` hands over a node with its subsections (the reference design);
+      ``"own"`` only its own text up to its first child.
+    * ``budget`` caps the total tokens of all section texts. ``packing="evidence"``
+      (default, :func:`~.packing.pack_evidence`) fills it with the best lines of the ``k``
+      sections, whole sections where they fit; ``lexical_weight`` (default 0: on
+      qasper-dev 0.1 and 0.25 lost up to 4 points at 500 tokens) is how much a block's own
+      BM25 match with the question raises its chunk's score. ``packing="sections"`` hands
+      over whole sections in rank order, trimming one that does not fit to its heading and
+      its best pieces. Both are one planner (:func:`~.packing.pack`): a block or line too
+      long for a section's share is cut at sentences, so no ranked section is left out for
+      its size. Either way a section may take at most
+      ``max(section_floor, max_section_share * budget)`` tokens (the evidence packer
+      lifts this cap only to fill what the other sections left; ``evidence_cap=False``
+      drops it), so one long chapter cannot crowd out every other hit.
+    * ``documents`` > 0 keeps only the sections of that many best documents (two-stage
+      search: a document ranks by its best chunk and by the mean vector of its opening
+      chunks). Off by default: on qasper-dev's corpus search it lost 3-5 points.
+    * ``rerank_llm`` (opt-in, off): an :class:`~.llm.base.LLM` that reorders the best
+      ``rerank_top`` sections by their breadcrumbs, one call per query (:mod:`.rerank`).
+    * ``promote_parent``: when this many (>= 2) selected nodes share a parent, the parent's
+      section replaces them if it fits; 0 (default) turns it off.
+    * ``hybrid`` (default on) fuses BM25 (bm25s, over the same chunks and breadcrumbs) with
+      the dense ranking by reciprocal rank fusion (constant ``rrf_k``); no LLM either way.
+    * ``title_boost`` is added to the score of chunks whose breadcrumb carries a label the
+      question names ("Chapter 2", "Box 1.1", "Item 7", "Note 12", "Table 3"): the
+      embedder barely sees such numbers, the breadcrumb states them exactly.
+    * ``doc_ids`` and ``path_prefix`` restrict the search (``path_prefix`` matches the
+      leading titles of a chunk's breadcrumb, case-insensitively).
+    * ``principal`` (the caller's groups) hides documents whose metadata's ``access``
+      names none of them; ``where`` (``{"key": "value"}`` or ``["key=value"]``) keeps
+      documents whose metadata holds every pair (:mod:`.access`). Both act inside search,
+      before the top ``k``: hidden documents take no places. ``None``: no filter.
+    """
+
+    budget: int = defaults.BUDGET
+    k: int = defaults.K
+    k_search: int = defaults.K_SEARCH
+    expand: str = defaults.EXPAND
+    mode: str = defaults.MODE
+    beam: int = 3
+    packing: str = defaults.PACKING
+    lexical_weight: float = 0.0
+    evidence_cap: bool = True
+    documents: int = 0
+    rerank_llm: LLM | None = None
+    rerank_top: int = 50
+    max_section_share: float = 0.3
+    section_floor: int = 400
+    promote_parent: int = 0
+    hybrid: bool = defaults.HYBRID
+    rrf_k: int = 60
+    title_boost: float = 0.15
+    doc_ids: tuple[str, ...] | None = None
+    path_prefix: tuple[str, ...] | None = None
+    principal: tuple[str, ...] | None = None
+    where: tuple[tuple[str, str], ...] | None = None
+
+    def __post_init__(self) -> None:
+        view = Access.of(self.principal, self.where)  # ConfigError for a malformed one
+        object.__setattr__(self, "principal", None if view.principal is None
+                           else tuple(sorted(view.principal)))
+        object.__setattr__(self, "where", view.where or None)
+        if isinstance(self.doc_ids, str):
+            object.__setattr__(self, "doc_ids", (self.doc_ids,))
+        elif self.doc_ids is not None:
+            object.__setattr__(self, "doc_ids", tuple(self.doc_ids))
+        if isinstance(self.path_prefix, str):
+            parts = tuple(p.strip() for p in self.path_prefix.split(">") if p.strip())
+            object.__setattr__(self, "path_prefix", parts or None)
+        elif self.path_prefix is not None:
+            object.__setattr__(self, "path_prefix", tuple(self.path_prefix) or None)
+        check_budget(self.budget)
+        check_k(self.k)
+        check_count("k_search", self.k_search)
+        check_choice("expand", self.expand, EXPANDS)
+        check_choice("mode", self.mode, MODES)
+        check_choice("packing", self.packing, PACKINGS)
+        check_count("beam", self.beam)
+        if not isinstance(self.documents, int) or self.documents < 0:
+            raise ConfigError(
+                f"documents must be 0 (off) or a positive integer, got {self.documents!r}")
+        if not isinstance(self.rerank_top, int) or self.rerank_top < 2:
+            raise ConfigError(f"rerank_top must be at least 2, got {self.rerank_top!r}")
+        if self.lexical_weight < 0:
+            raise ConfigError("lexical_weight must be >= 0")
+        if not 0 < self.max_section_share <= 1:
+            raise ConfigError("max_section_share must be in (0, 1]")
+        if self.promote_parent < 0 or self.promote_parent == 1:
+            raise ConfigError("promote_parent must be 0 (off) or at least 2")
+        if self.section_floor < 0:
+            raise ConfigError("section_floor must be >= 0")
+        if self.rrf_k < 1:
+            raise ConfigError("rrf_k must be at least 1")
