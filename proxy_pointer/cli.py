@@ -533,19 +533,22 @@ class _Command:
 
 
 #: The subcommands, in the order ``--help`` lists them.
-_COMMANDS = {name: _Command(*spec) for name, spec in {
-    "convert": ("print a PDF, HTML or Word file as the Markdown the index sees, with page "
-                "markers", _convert_options, _cmd_convert),
-    "tree": ("print a document's skeleton tree (PDF, HTML and Word files as converted)",
-             _tree_options, _cmd_tree),
-    "index": ("index files and folders (incremental)", _index_options, _cmd_index),
-    "query": ("retrieve sections for a question (or a JSONL file)", _query_options, _cmd_query),
-    "section": ("print what a ref points at (a section, or lines)", _section_options,
-                _cmd_section),
-    "serve": ("serve the index over HTTP (FastAPI; docs at /docs)", _serve_options, _cmd_serve),
-    "ask": ("retrieve sections and synthesize a cited answer", _ask_options, _cmd_ask),
-    "mcp": ("serve the index to agents over the Model Context Protocol", _mcp_options, _cmd_mcp),
-}.items()}
+_COMMANDS = {
+    "convert": _Command("print a PDF, HTML or Word file as the Markdown the index sees, with "
+                        "page markers", _convert_options, _cmd_convert),
+    "tree": _Command("print a document's skeleton tree (PDF, HTML and Word files as "
+                     "converted)", _tree_options, _cmd_tree),
+    "index": _Command("index files and folders (incremental)", _index_options, _cmd_index),
+    "query": _Command("retrieve sections for a question (or a JSONL file)", _query_options,
+                      _cmd_query),
+    "section": _Command("print what a ref points at (a section, or lines)", _section_options,
+                        _cmd_section),
+    "serve": _Command("serve the index over HTTP (FastAPI; docs at /docs)", _serve_options,
+                      _cmd_serve),
+    "ask": _Command("retrieve sections and synthesize a cited answer", _ask_options, _cmd_ask),
+    "mcp": _Command("serve the index to agents over the Model Context Protocol", _mcp_options,
+                    _cmd_mcp),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
