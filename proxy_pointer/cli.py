@@ -11,25 +11,22 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
-    from .index import Index, IngestProgress
     from .search.retrieval import Retrieval, RetrievalConfig
+    from .serve.service import Service
 
-from . import defaults
+from . import defaults, progress
 from .access import Access, read_metadata_file, read_tokens
 from .errors import ConfigError, DocumentError, NotFoundError, ProxyPointerError
 from .search.config import EXPANDS, MODES, PACKINGS
 
 __all__ = ["main"]
-
-#: Seconds between progress lines of ``index`` when stderr is not a terminal.
-PROGRESS_EVERY = 30.0
-
 
 def _add_index_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", default=defaults.INDEX_DIR,
@@ -79,15 +76,18 @@ def _parser() -> argparse.ArgumentParser:
         description="Structural RAG: skeleton trees, breadcrumb chunks, whole-section retrieval.",
     )
     sub = ap.add_subparsers(dest="command", required=True)
+    for name, command in _COMMANDS.items():
+        command.options(sub.add_parser(name, help=command.help))
+    return ap
 
-    c = sub.add_parser("convert", help="print a PDF, HTML or Word file as the Markdown the "
-                       "index sees, with page markers")
+
+def _convert_options(c: argparse.ArgumentParser) -> None:
     c.add_argument("file")
     c.add_argument("--no-pages", action="store_true",
                    help="leave out the <!-- page N --> markers")
 
-    t = sub.add_parser("tree", help="print a document's skeleton tree (PDF, HTML and Word "
-                       "files as converted)")
+
+def _tree_options(t: argparse.ArgumentParser) -> None:
     t.add_argument("file")
     t.add_argument("--json", action="store_true", help="print our full JSON")
     t.add_argument("--format", choices=["text", "json", "pageindex"], default="text")
@@ -100,7 +100,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--encoding", default="utf-8",
                    help="encoding of a Markdown or text file (default %(default)s)")
 
-    i = sub.add_parser("index", help="index files and folders (incremental)")
+
+def _index_options(i: argparse.ArgumentParser) -> None:
     i.add_argument("paths", nargs="+")
     _add_index_option(i)
     i.add_argument("--root", default=None, help="doc ids are paths relative to this folder")
@@ -137,9 +138,10 @@ def _parser() -> argparse.ArgumentParser:
                         "metadata-only change re-embeds nothing")
     i.add_argument("--quiet", action="store_true",
                    help="no progress (a bar on a terminal, else a line every "
-                        f"{PROGRESS_EVERY:.0f}s on stderr)")
+                        f"{progress.PROGRESS_EVERY:.0f}s on stderr)")
 
-    q = sub.add_parser("query", help="retrieve sections for a question (or a JSONL file)")
+
+def _query_options(q: argparse.ArgumentParser) -> None:
     q.add_argument("question", nargs="?")
     _add_retrieval_options(q)
     q.add_argument("--json", action="store_true", help="print JSON")
@@ -148,7 +150,8 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--per-doc", action="store_true",
                    help="batch: search only each question's doc_id")
 
-    r = sub.add_parser("section", help="print what a ref points at (a section, or lines)")
+
+def _section_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("ref", help="a ref as query prints it: doc_id#node_id (a whole section), "
                    "doc_id#L12-30 or doc_id#L12 (1-based lines), doc_id#p3-5 (pages)")
     _add_index_option(r)
@@ -156,7 +159,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true",
                    help="print JSON: text, ref, title, path, start_line, end_line")
 
-    s = sub.add_parser("serve", help="serve the index over HTTP (FastAPI; docs at /docs)")
+
+def _serve_options(s: argparse.ArgumentParser) -> None:
     _add_index_option(s)
     s.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default %(default)s, this machine only)")
@@ -178,7 +182,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--log-level", default="info",
                    choices=["critical", "error", "warning", "info", "debug"])
 
-    a = sub.add_parser("ask", help="retrieve sections and synthesize a cited answer")
+
+def _ask_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("question")
     _add_retrieval_options(a)
     a.add_argument("--llm", default=None,
@@ -188,7 +193,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="base URL of an OpenAI-compatible server (Ollama, vLLM, ...)")
     a.add_argument("--json", action="store_true")
 
-    m = sub.add_parser("mcp", help="serve the index to agents over the Model Context Protocol")
+
+def _mcp_options(m: argparse.ArgumentParser) -> None:
     _add_index_option(m)
     m.add_argument("--principal", action="append", default=None, metavar="GROUP",
                    help="the client reads as a member of GROUP (repeatable); without it, "
@@ -198,7 +204,6 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--host", default="127.0.0.1", help="http: address to bind (default "
                    "%(default)s, this machine only)")
     m.add_argument("--port", type=int, default=8765, help="http: port (default %(default)s)")
-    return ap
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -218,7 +223,6 @@ def _read_source(path: str, encoding: str) -> tuple[str, tuple[int, ...]]:
 
 def _cmd_convert(args: argparse.Namespace) -> int:
     from .convert import converter_for
-    from .errors import DocumentError
 
     if converter_for(args.file) is None:
         raise DocumentError(args.file, "is not a PDF, HTML or Word (.docx) file; Markdown and "
@@ -298,7 +302,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
                         else ChunkConfig.for_window(embedder.max_tokens))
         if args.no_noise_filter:
             chunk_config = chunk_config.with_noise(NoiseConfig.off())
-    bar = _progress_bar(args.quiet)
+    bar = progress.display(quiet=args.quiet)
     if not args.quiet:  # a store's own progress (Milvus inserts a segment in batches)
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
@@ -328,80 +332,33 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Bar:
-    """Indexing progress on stderr: bytes read (with MB/s and an ETA), documents, chunks."""
-
-    def __init__(self) -> None:
-        from tqdm import tqdm
-
-        self._bar = tqdm(total=0, unit="B", unit_scale=True, desc="indexing",
-                         file=sys.stderr, leave=False)
-
-    def __call__(self, event: IngestProgress) -> None:
-        self._bar.total = event.bytes_total
-        self._bar.set_postfix_str(
-            f"docs {event.documents_done}/{event.documents_total}, "
-            f"chunks {event.chunks_done} ({event.chunks_embedded} embedded)", refresh=False)
-        # update(), not assigning n: tqdm's rate and ETA follow the increments.
-        self._bar.update(event.bytes_done - self._bar.n)
-
-    def close(self) -> None:
-        self._bar.close()
-
-
-class _Lines:
-    """Indexing progress where stderr is a log (CI, nohup, Docker), not a terminal: a plain
-    line every :data:`PROGRESS_EVERY` seconds instead of a redrawn bar."""
-
-    def __init__(self) -> None:
-        self._last = 0.0
-
-    def __call__(self, event: IngestProgress) -> None:
-        if event.elapsed - self._last < PROGRESS_EVERY:
-            return
-        self._last = event.elapsed
-        print(f"indexing: {event.documents_done}/{event.documents_total} files, "
-              f"{event.bytes_done / 1e6:.1f}/{event.bytes_total / 1e6:.1f} MB, "
-              f"{event.chunks_done} chunks ({event.chunks_embedded} embedded), "
-              f"{event.elapsed:.0f}s", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(quiet: bool) -> _Bar | _Lines | None:
-    if quiet:
-        return None
-    return _Bar() if sys.stderr.isatty() else _Lines()
-
-
-def _open_index(args: argparse.Namespace) -> tuple[Index, RetrievalConfig]:
-    from .documents import resolve_doc_id
-    from .index import Index
-    from .search.retrieval import RetrievalConfig
+def _open_service(args: argparse.Namespace) -> Service:
+    """The index at ``--index``, held by the :class:`~.serve.service.Service` the servers
+    use; one command reads the generation it opened, however long a batch runs."""
+    from .serve.service import Service
     from .stores import open_store
 
-    idx = Index.load(open_store(args.index, token=args.milvus_token))
-    _wrap_cache(idx)
+    return Service(open_store(args.index, token=args.milvus_token),
+                   refresh_seconds=float("inf"))
+
+
+def _retrieval_config(service: Service, args: argparse.Namespace) -> RetrievalConfig:
+    """The retrieval options given (the CLI's user may set every one, unbounded by the
+    servers' request limits), with ``--doc`` ids resolved among the documents the view
+    sees; :class:`NotFoundError` naming ``--index`` for any other."""
+    from .search.retrieval import RetrievalConfig
+
     view = Access.of(args.principal, args.where)
     doc_ids: list[str] = []
     for given in args.doc or ():  # as HTTP and MCP resolve them: also without the suffix
-        key = resolve_doc_id(given, idx.visible_documents(view))
+        key = service.resolve_doc(given, access=view)
         if key is None:
             raise NotFoundError(f"no document {given!r} in {args.index}")
         doc_ids.append(key)
-    cfg = RetrievalConfig(budget=args.budget, k=args.k, k_search=args.k_search,
-                          doc_ids=tuple(doc_ids) or None, path_prefix=args.path,
-                          expand=args.expand, hybrid=args.hybrid, mode=args.mode,
-                          packing=args.packing, principal=args.principal, where=args.where)
-    return idx, cfg
-
-
-def _wrap_cache(idx: Index) -> None:
-    from .embeddings import CachedEmbedder
-
-    if not isinstance(idx.embedder, CachedEmbedder):
-        idx.embedder = CachedEmbedder(idx.embedder, defaults.cache_dir())
+    return RetrievalConfig(budget=args.budget, k=args.k, k_search=args.k_search,
+                           doc_ids=tuple(doc_ids) or None, path_prefix=args.path,
+                           expand=args.expand, hybrid=args.hybrid, mode=args.mode,
+                           packing=args.packing, principal=args.principal, where=args.where)
 
 
 def _print_sections(retrieval: Retrieval) -> None:
@@ -426,8 +383,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
         return _batch_query(args)
     if args.question is None:
         raise ConfigError("give a question, or --questions FILE for a batch")
-    idx, cfg = _open_index(args)
-    res = idx.retrieve(args.question, cfg)
+    service = _open_service(args)
+    res = service.retrieve(args.question, _retrieval_config(service, args))
     if args.json:
         print(json.dumps(res.to_dict(), ensure_ascii=False, indent=2))
     else:
@@ -438,7 +395,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
 def _batch_query(args: argparse.Namespace) -> int:
     import dataclasses
 
-    idx, cfg = _open_index(args)
+    service = _open_service(args)
+    cfg = _retrieval_config(service, args)
     src = Path(args.questions)
     try:
         lines = src.read_text(encoding="utf-8").splitlines()
@@ -460,10 +418,13 @@ def _batch_query(args: argparse.Namespace) -> int:
         for qid, question, doc_id in rows:
             qcfg = cfg
             if args.per_doc and doc_id is not None:
-                doc_key = _resolve_doc(idx, doc_id)
+                # A dataset's id may omit the file suffix. Resolved among all documents (a
+                # hidden one then finds nothing under the principal); an unknown id is kept
+                # as given and finds nothing.
+                doc_key = service.resolve_doc(doc_id, access=Access()) or doc_id
                 qcfg = dataclasses.replace(cfg, doc_ids=(doc_key,))
             # the one payload (query --json, HTTP /query, MCP search), with the question's id
-            payload = {"id": qid, **idx.retrieve(question, qcfg).to_dict()}
+            payload = {"id": qid, **service.retrieve(question, qcfg).to_dict()}
             out.write(json.dumps(payload, ensure_ascii=False) + "\n")
     finally:
         if out is not sys.stdout:
@@ -473,25 +434,16 @@ def _batch_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resolve_doc(idx: Index, doc_id: str) -> str:
-    """A dataset doc id may omit the file suffix that the index's ids carry."""
-    from .documents import resolve_doc_id
-
-    return resolve_doc_id(doc_id, idx.documents) or doc_id
-
-
 def _cmd_section(args: argparse.Namespace) -> int:
-    from .index import Index
     from .refs import Ref
-    from .stores import open_store
 
-    ref = Ref.parse(args.ref)  # a malformed ref fails before the index is opened
-    section = Index.load(open_store(args.index, token=args.milvus_token)).section(
-        ref, access=None if args.principal is None else Access.of(args.principal))
+    Ref.parse(args.ref)  # a malformed ref fails before the index is opened
+    section = _open_service(args).section_by_ref(args.ref, access=Access.of(args.principal))
     if args.json:
-        print(json.dumps(section.to_dict(), ensure_ascii=False, indent=2))
+        print(json.dumps(section, ensure_ascii=False, indent=2))
     else:
-        sys.stdout.write(section.text if section.text.endswith("\n") else section.text + "\n")
+        text = section["text"]
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
 
@@ -531,13 +483,14 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     from .llm import make_llm
     from .search.synthesis import ENABLE_SYNTHESIS_HINT
 
-    idx, cfg = _open_index(args)
+    service = _open_service(args)
+    cfg = _retrieval_config(service, args)
     llm = make_llm(args.llm, base_url=args.llm_base_url)
     if llm is None:  # offline: the context an LLM would have been given
-        _print_sections(idx.retrieve(args.question, cfg))
+        _print_sections(service.retrieve(args.question, cfg))
         print(ENABLE_SYNTHESIS_HINT)
         return 0
-    answer = idx.ask(args.question, llm, cfg)
+    answer = service.answer(args.question, cfg, llm)
     if args.json:
         print(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
         return 0
@@ -571,15 +524,39 @@ def _cli_hint(message: str) -> str:
     return message.replace("pass encoding=", "pass --encoding")
 
 
-_COMMANDS = {"convert": _cmd_convert, "tree": _cmd_tree, "index": _cmd_index, "query": _cmd_query,
-             "section": _cmd_section, "serve": _cmd_serve, "ask": _cmd_ask, "mcp": _cmd_mcp}
+@dataclass(frozen=True)
+class _Command:
+    """A subcommand: its help line, what declares its options, what runs it (exit status)."""
+
+    help: str
+    options: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+#: The subcommands, in the order ``--help`` lists them.
+_COMMANDS = {
+    "convert": _Command("print a PDF, HTML or Word file as the Markdown the index sees, with "
+                        "page markers", _convert_options, _cmd_convert),
+    "tree": _Command("print a document's skeleton tree (PDF, HTML and Word files as "
+                     "converted)", _tree_options, _cmd_tree),
+    "index": _Command("index files and folders (incremental)", _index_options, _cmd_index),
+    "query": _Command("retrieve sections for a question (or a JSONL file)", _query_options,
+                      _cmd_query),
+    "section": _Command("print what a ref points at (a section, or lines)", _section_options,
+                        _cmd_section),
+    "serve": _Command("serve the index over HTTP (FastAPI; docs at /docs)", _serve_options,
+                      _cmd_serve),
+    "ask": _Command("retrieve sections and synthesize a cited answer", _ask_options, _cmd_ask),
+    "mcp": _Command("serve the index to agents over the Model Context Protocol", _mcp_options,
+                    _cmd_mcp),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        return _COMMANDS[args.command](args)
+        return _COMMANDS[args.command].run(args)
     except ProxyPointerError as e:
         print(f"proxy-pointer: error: {_cli_hint(str(e))}", file=sys.stderr)
         return 1

@@ -58,7 +58,7 @@ LAYERS = [
     {"search.retrieval"},
     {"search.synthesis"},
     {"ingest.parsing", "ingest.executor", "ingest.ray", "ingest.pipeline", "ingest.factory",
-     "ingest"},
+     "ingest", "progress"},
     {"index"},  # the writer; its retrieve/ask call the layers below
     {"serve.service", "serve.adapters", "serve"},
     {"cli", "langchain", "llama_index", "serve.http", "serve.http_routes", "serve.http_models",

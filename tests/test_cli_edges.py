@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy_pointer import cli
+from proxy_pointer import progress
 from proxy_pointer.cli import main
 from proxy_pointer.errors import IndexNotFoundError, NotFoundError
 from proxy_pointer.index import Index
@@ -95,7 +95,7 @@ def test_a_skipped_file_warning_names_the_cli_option(capsys, docs: Path, tmp_pat
 
 def test_progress_lines_when_stderr_is_not_a_terminal(capsys, monkeypatch: pytest.MonkeyPatch,
                                                        docs: Path, tmp_path: Path) -> None:
-    monkeypatch.setattr(cli, "PROGRESS_EVERY", 0.0)  # every event (default: every 30 s)
+    monkeypatch.setattr(progress, "PROGRESS_EVERY", 0.0)  # every event (default: every 30 s)
     assert main(["index", str(docs), "--index", str(tmp_path / "idx"), "--embedder", "hash:64",
                  "--cache-dir", str(tmp_path / "cache"), "--workers", "0"]) == 0
     err = capsys.readouterr().err
@@ -104,7 +104,7 @@ def test_progress_lines_when_stderr_is_not_a_terminal(capsys, monkeypatch: pytes
     assert lines and all(line.startswith("indexing: ") for line in lines)
     assert lines[-1].startswith("indexing: 3/3 files, ") and " chunks (" in lines[-1]
 
-    monkeypatch.setattr(cli, "PROGRESS_EVERY", 3600.0)
+    monkeypatch.setattr(progress, "PROGRESS_EVERY", 3600.0)
     assert main(["index", str(docs), "--index", str(tmp_path / "idx")]) == 0
     assert capsys.readouterr().err == ""  # nothing before the interval
 

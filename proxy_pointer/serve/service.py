@@ -40,11 +40,13 @@ from ..search.config import (
     check_k,
     check_question,
 )
+from ..search.retrieval import Retrieval
 from ..stores import Store, open_store
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
     from ..llm.base import LLM
+    from ..search.synthesis import Answer
 
 __all__ = ["Limits", "NotFoundError", "Service", "UnavailableError", "describe_invalid"]
 
@@ -303,6 +305,29 @@ class Service:
         if key is None:
             raise NotFoundError(f"no document {doc_id!r} in the index")
         return key
+
+    # --- a trusted front end (the CLI): every option, results as objects -----------------
+    def resolve_doc(self, doc_id: str, *, access: Access = ANONYMOUS) -> str | None:
+        """The indexed id ``doc_id`` names among the documents ``access`` sees, also
+        without its file suffix; None when none does (the caller words the error, or
+        falls back)."""
+        return resolve_doc_id(doc_id, self.index.visible_documents(access))
+
+    def retrieve(self, question: str, config: RetrievalConfig) -> Retrieval:
+        """Sections for ``question`` under a whole ``config`` the caller built (its
+        ``principal`` and ``where`` are the view): not bounded by :attr:`limits`, for a
+        front end the user runs on their own index. :meth:`query` is the request form."""
+        return self.index.retrieve(question, config)
+
+    def answer(self, question: str, config: RetrievalConfig, llm: LLM | None = None
+               ) -> Answer:
+        """:meth:`retrieve`, then an answer with checked citations from ``llm`` (default:
+        the service's); :class:`UnavailableError` when there is neither. :meth:`ask` is
+        the request form."""
+        llm = llm if llm is not None else self.llm
+        if llm is None:
+            raise UnavailableError("no LLM is configured")
+        return self.index.ask(question, llm, config)
 
 
 def describe_invalid(errors: Any, *, whole: str = "body") -> str:

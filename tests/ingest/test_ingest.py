@@ -201,9 +201,9 @@ def test_executors_are_objects_and_strings_only_name_them(tmp_path: Path) -> Non
 
 def test_cli_bar_shows_bytes_documents_and_chunks(capsys: pytest.CaptureFixture[str]
                                                   ) -> None:
-    from proxy_pointer.cli import _Bar
+    from proxy_pointer.progress import Bar
 
-    bar = _Bar()
+    bar = Bar()
     for done in (0, 3):
         bar(IngestProgress(documents_done=done, documents_total=8, bytes_done=done * 10**6,
                            bytes_total=8 * 10**6, chunks_done=40 * done,
