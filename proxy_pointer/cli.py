@@ -385,7 +385,7 @@ def _open_index(args: argparse.Namespace) -> tuple[Index, RetrievalConfig]:
     view = Access.of(args.principal, args.where)
     doc_ids: list[str] = []
     for given in args.doc or ():  # as HTTP and MCP resolve them: also without the suffix
-        key = resolve_doc_id(given, idx.visible_documents(view))
+        key = resolve_doc_id(given, idx.reader.visible_documents(view))
         if key is None:
             raise NotFoundError(f"no document {given!r} in {args.index}")
         doc_ids.append(key)
@@ -476,7 +476,7 @@ def _resolve_doc(idx: Index, doc_id: str) -> str:
     """A dataset doc id may omit the file suffix that the index's ids carry."""
     from .documents import resolve_doc_id
 
-    return resolve_doc_id(doc_id, idx.documents) or doc_id
+    return resolve_doc_id(doc_id, idx.reader.documents) or doc_id
 
 
 def _cmd_section(args: argparse.Namespace) -> int:
