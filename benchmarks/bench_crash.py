@@ -160,7 +160,7 @@ class Emitter:
 
 
 def _documents(idx: Any) -> dict[str, str]:
-    return {d: idx.documents[d].sha256 for d in idx.documents}
+    return {d: idx.reader.documents[d].sha256 for d in idx.reader.documents}
 
 
 def reader_loop(location: str, emit: Emitter, name: str, pause: float,

@@ -38,12 +38,13 @@ idx = Index.load(sys.argv[1])
 t1 = time.perf_counter()
 idx.embedder.embed_query("warm up the model")
 t2 = time.perf_counter()
-idx.lexical_search("warm up", 1)  # opens the saved BM25 index
+idx.reader.lexical_search("warm up", 1)  # opens the saved BM25 index
 t3 = time.perf_counter()
 res = idx.retrieve(sys.argv[2])
 t4 = time.perf_counter()
 print(json.dumps({"open_s": t1 - t0, "model_s": t2 - t1, "lexical_s": t3 - t2,
-                  "query_s": t4 - t3, "chunks": len(idx.chunks), "sections": len(res.sections)}))
+                  "query_s": t4 - t3, "chunks": len(idx.reader.chunks),
+                  "sections": len(res.sections)}))
 """
 
 
@@ -64,7 +65,7 @@ def main() -> int:
     ap.add_argument("--out-dir", default=str(RESULTS))
     args = ap.parse_args()
     saved = Path(args.index)
-    n_chunks = len(Index.load(saved).chunks)
+    n_chunks = len(Index.load(saved).reader.chunks)
     cli: list[float] = []
     stages: list[dict[str, float]] = []
     for trial in range(args.trials):

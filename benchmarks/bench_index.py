@@ -128,7 +128,7 @@ def throughput(args: argparse.Namespace, emb: CachedEmbedder, work: Path
         parts["other"] = max(0.0, wall - sum(parts.values()))
         row = {
             "corpus": name, "documents": len(idx), "chunks": rep.chunks,
-            "bytes": sum(r.size for r in idx.documents.values()),
+            "bytes": sum(r.size for r in idx.reader.documents.values()),
             "texts_embedded": rep.embedded, "computed": computed, "from_cache": cached,
             "seconds": parts, "wall_s": wall,
             "non_embedding_s": wall - tm["embedding"],
@@ -146,7 +146,7 @@ def throughput(args: argparse.Namespace, emb: CachedEmbedder, work: Path
 
 def model_rate(st: Embedder, idx: Index, n: int) -> dict[str, float]:
     """Chunks per second of the bare model (no cache) on ``n`` random chunks of ``idx``."""
-    texts = [c.embed_text for c in idx.chunks]
+    texts = [c.embed_text for c in idx.reader.chunks]
     sample = random.Random(0).sample(texts, min(n, len(texts)))
     t = time.perf_counter()
     st.embed_documents(sample)
@@ -165,18 +165,18 @@ def replicate(base: Index, times: int, jitter: float) -> Index:
     graph falls apart (see the module docstring) and recall would measure that instead.
     """
     docs, texts, chunks = {}, {}, []
-    n, d = base.vectors.shape
-    parts = [base.vectors]
+    n, d = base.reader.vectors.shape
+    parts = [base.reader.vectors]
     for j in range(1, times):
         noise = np.random.default_rng(j).standard_normal((n, d)).astype(np.float32)
-        v = base.vectors + noise * (jitter / np.sqrt(d))
+        v = base.reader.vectors + noise * (jitter / np.sqrt(d))
         parts.append(v / np.linalg.norm(v, axis=1, keepdims=True))
     for j in range(times):
         prefix = "" if j == 0 else f"copy{j:03d}/"
-        for doc_id, rec in base.documents.items():
+        for doc_id, rec in base.reader.documents.items():
             docs[prefix + doc_id] = dataclasses.replace(rec, doc_id=prefix + doc_id)
-            texts[prefix + doc_id] = base.text(doc_id)
-        chunks.extend(dataclasses.replace(c, doc_id=prefix + c.doc_id) for c in base.chunks)
+            texts[prefix + doc_id] = base.reader.text(doc_id)
+        chunks.extend(dataclasses.replace(c, doc_id=prefix + c.doc_id) for c in base.reader.chunks)
     return Index.from_parts(documents=docs, texts=texts, chunks=chunks,
                             vectors=np.concatenate(parts), embedder=base.embedder,
                             chunk_config=base.chunk_config)
@@ -235,7 +235,7 @@ def _ef_sweep(vi: Any, vectors: np.ndarray, qvecs: np.ndarray, exact: list[np.nd
 
 def measure(idx: Index, label: str, questions: list[str], qvecs: np.ndarray, work: Path,
             save: bool = True, sweep: bool = False) -> dict[str, Any]:
-    row: dict[str, Any] = {"label": label, "documents": len(idx), "chunks": len(idx.chunks)}
+    row: dict[str, Any] = {"label": label, "documents": len(idx), "chunks": len(idx.reader.chunks)}
     if save:
         target = work / f"scale-{label}"
         t = time.perf_counter()
@@ -250,7 +250,7 @@ def measure(idx: Index, label: str, questions: list[str], qvecs: np.ndarray, wor
     for kind in ("flat", "hnsw"):
         idx.vector_config = VectorIndexConfig(kind=kind)
         t = time.perf_counter()
-        vi = VectorIndex(idx.vectors, idx.vector_config)
+        vi = VectorIndex(idx.reader.vectors, idx.vector_config)
         build = time.perf_counter() - t
         lat, found = [], []
         for q in qvecs:
@@ -278,9 +278,10 @@ def measure(idx: Index, label: str, questions: list[str], qvecs: np.ndarray, wor
 
             row[kind]["bytes"] = len(faiss.serialize_index(vi._faiss))
             if sweep:
-                row[kind]["ef_sweep"] = _ef_sweep(vi, idx.vectors, qvecs, row["flat"]["_found"])
-    tie, ids = recall_at_10(idx.vectors, row["flat"].pop("_found"), row["hnsw"].pop("_found"),
-                            qvecs)
+                row[kind]["ef_sweep"] = _ef_sweep(vi, idx.reader.vectors, qvecs,
+                                                  row["flat"]["_found"])
+    tie, ids = recall_at_10(idx.reader.vectors, row["flat"].pop("_found"),
+                            row["hnsw"].pop("_found"), qvecs)
     row["hnsw"]["recall_at_10"] = tie
     row["hnsw"]["recall_at_10_ids"] = ids
     print(f"  [{label}] {row['chunks']} chunks: flat p50 {row['flat']['search_p50_ms']:.2f} ms, "
@@ -323,7 +324,7 @@ def scale(args: argparse.Namespace, emb: CachedEmbedder, full: Index | None, wor
     if full is not None:
         row = measure(full, "qasper-281 (distinct)", questions, qvecs, work, save=False,
                       sweep=True)
-        row["scale"] = len(full.chunks) / len(base.chunks)
+        row["scale"] = len(full.reader.chunks) / len(base.reader.chunks)
         rows.append(row)
     return rows
 

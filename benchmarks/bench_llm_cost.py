@@ -91,14 +91,15 @@ def main() -> int:
                         chunk_config=ChunkConfig(summaries=True))
             rebuilt_calls = len(server.calls) - again
         prompt_tokens = [count_tokens(c.prompt) for c in calls]
-        n_docs = len(summarized.documents)
+        n_docs = len(summarized.reader.documents)
         summaries = {"documents": n_docs, "calls": len(calls),
                      "calls_per_document": len(calls) / n_docs,
                      "prompt_tokens_per_call": statistics.mean(prompt_tokens),
                      "prompt_tokens_per_document": sum(prompt_tokens) / n_docs,
                      "calls_on_rebuild_with_cache": rebuilt_calls,
                      "seconds_with_local_llm": seconds}
-    report = {"dataset": ds.name, "documents": len(idx.documents), "chunks": len(idx.chunks),
+    report = {"dataset": ds.name, "documents": len(idx.reader.documents),
+              "chunks": len(idx.reader.chunks),
               "quality": "not measured: the recording endpoint answers with placeholders",
               "rerank": results, "summaries": summaries, "environment": environment()}
     out = Path(args.out).with_suffix("")

@@ -53,14 +53,16 @@ def main() -> int:
             rows[f"{name}, {label}"] = measure(idx, questions)
     ratio = {label: rows[f"milvus-lite, {label}"]["total_ms"]["p50"]
              / rows[f"local, {label}"]["total_ms"]["p50"] for label in ("cold", "warm")}
-    report = {"dataset": ds.name, "documents": len(built.documents), "chunks": len(built.chunks),
+    report = {"dataset": ds.name, "documents": len(built.reader.documents),
+              "chunks": len(built.reader.chunks),
               "questions": len(questions), "budget": 2000, "k": 10, "save_seconds": save_s,
               "milvus_over_local_total_p50": ratio, "results": rows,
               "environment": environment("pymilvus", "milvus-lite")}
     out = Path(args.out).with_suffix("")
     lines = [
-        f"# Local store vs Milvus Lite: {ds.name}, {len(built.documents)} documents, "
-        f"{len(built.chunks)} chunks, whole-corpus search, defaults, {len(questions)} questions",
+        f"# Local store vs Milvus Lite: {ds.name}, {len(built.reader.documents)} documents, "
+        f"{len(built.reader.chunks)} chunks, whole-corpus search, defaults, "
+        f"{len(questions)} questions",
         "",
         "| store, pass | total p50 / p95 ms | embed | search | dedupe | slice | after embed |",
         "|---|---|---|---|---|---|---|",

@@ -160,18 +160,21 @@ def main() -> int:
     for label, options in modes:
         idx.retrieve("warm up the BM25 index and caches", **options)
         rows[label] = measure(idx, questions, **options)
-    idx.set_metadata({d: {"access": [f"g{i % 10}"]} for i, d in enumerate(sorted(idx.documents))})
+    idx.set_metadata({d: {"access": [f"g{i % 10}"]}
+                      for i, d in enumerate(sorted(idx.reader.documents))})
     for groups in VIEWS.values():  # each view's rows are worked out once per generation
         idx.retrieve("warm up the views", principal=groups)
     views = measure_views(idx, questions)
     report = {
-        "dataset": str(ds.name), "documents": len(idx.documents), "chunks": len(idx.chunks),
+        "dataset": str(ds.name), "documents": len(idx.reader.documents),
+        "chunks": len(idx.reader.chunks),
         "index_build_seconds_cached_vectors": build_s, "budget": 2000, "k": 10,
         "results": rows, "access_views": views, "environment": environment(),
     }
     out = Path(args.out).with_suffix("")
     lines = [
-        f"# Query latency: {ds.name}, {len(idx.documents)} documents, {len(idx.chunks)} chunks,"
+        f"# Query latency: {ds.name}, {len(idx.reader.documents)} documents, "
+        f"{len(idx.reader.chunks)} chunks,"
         f" whole-corpus search, budget 2000, k 10, {len(questions)} questions",
         "",
         "| mode | total p50/p95 ms | embed | search | dedupe | slice | after embed | "

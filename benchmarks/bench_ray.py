@@ -67,8 +67,8 @@ def same_contents(a: Path, b: Path) -> dict:
     from proxy_pointer.index import Index
 
     x, y = Index.load(a), Index.load(b)
-    return {"same_chunks": list(x.chunks) == list(y.chunks),
-            "max_abs_vector_diff": float(np.abs(x.vectors - y.vectors).max())}
+    return {"same_chunks": list(x.reader.chunks) == list(y.reader.chunks),
+            "max_abs_vector_diff": float(np.abs(x.reader.vectors - y.reader.vectors).max())}
 
 
 def amdahl(serial_share: float, n: int) -> float:

@@ -19,7 +19,7 @@ Usage::
    (``Retrieval.timings["embed"]``), and the child's peak RSS (``VmHWM``, the model
    included). Questions: qasper-dev and finance-10k questions, alternating.
 4. **Recall@10** of the index's default search against exact search
-   (``Index.dense_search(q, 10)`` vs ``exact=True``); a hit is a row in the exact top 10 or
+   (``Index.reader.dense_search(q, 10)`` vs ``exact=True``); a hit is a row in the exact top 10 or
    scoring at least the exact 10th (ties are interchangeable).
 5. **Add 10 documents** (a child process): 10 unseen copies added with ``update_directory``;
    wall time, bytes the index grew by, and a check that the new documents are found.
@@ -187,9 +187,9 @@ def child_query(index: str, n: int) -> dict:
     exact_ms = []
     for q in qs[:100]:
         v = idx.embedder.embed_query(q)
-        s_a, r_a = idx.dense_search(v, 10)
+        s_a, r_a = idx.reader.dense_search(v, 10)
         t = time.perf_counter()
-        s_e, r_e = idx.dense_search(v, 10, exact=True)
+        s_e, r_e = idx.reader.dense_search(v, 10, exact=True)
         exact_ms.append((time.perf_counter() - t) * 1000)
         floor = float(s_e[-1]) - 1e-6 if len(s_e) else -1.0
         top = set(r_e.tolist())
@@ -203,13 +203,13 @@ def child_query(index: str, n: int) -> dict:
     sweep = {}
     base = idx.vector_config
     vecs = [idx.embedder.embed_query(q) for q in qs[:100]]
-    exact = [idx.dense_search(v, 10, exact=True) for v in vecs]
+    exact = [idx.reader.dense_search(v, 10, exact=True) for v in vecs]
     for nprobe in (8, 16, 32, 64, 128):
         idx.vector_config = dataclasses.replace(base, nprobe=nprobe)
         ms, h = [], 0
         for v, (s_e, r_e) in zip(vecs, exact, strict=True):
             t = time.perf_counter()
-            s_a, r_a = idx.dense_search(v, 10)
+            s_a, r_a = idx.reader.dense_search(v, 10)
             ms.append((time.perf_counter() - t) * 1000)
             floor = float(s_e[-1]) - 1e-6
             h += sum(1 for r, sc in zip(r_a.tolist(), s_a.tolist(), strict=True)
@@ -247,8 +247,8 @@ def child_query_access(index: str, n: int, groups: int) -> dict:
     no_embed = {label: [t * 1000 for t in a] for label, (_, a) in timed.items()}
     labels = list(views)
     base, base_ne = percentile(wall["no filter"], 50), percentile(no_embed["no filter"], 50)
-    visible = {label: len(idx.visible_documents(Access.of(g))) for label, g in views.items()}
-    return {"documents": len(idx), "chunks": len(idx.chunks), "queries": len(qs),
+    visible = {label: len(idx.reader.visible_documents(Access.of(g))) for label, g in views.items()}
+    return {"documents": len(idx), "chunks": len(idx.reader.chunks), "queries": len(qs),
             "first_views_s": warm_s, "rss_mib": peak_rss_mib(),
             "views": {label: {"visible_documents": visible[label],
                               "p50_ms": percentile(wall[label], 50),

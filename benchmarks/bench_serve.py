@@ -97,7 +97,7 @@ def main() -> int:
     idx = Index.build([docs], exclude=tuple(held_files), embedder=embedder)
     idx.save(work / "idx")
     build_s = time.perf_counter() - t0
-    print(f"index: {len(idx)} documents, {len(idx.chunks)} chunks in {build_s:.1f}s; "
+    print(f"index: {len(idx)} documents, {len(idx.reader.chunks)} chunks in {build_s:.1f}s; "
           f"held out {held_files}", file=sys.stderr)
 
     token = secrets.token_urlsafe(16)
@@ -162,7 +162,8 @@ def main() -> int:
     env = environment("fastapi", "uvicorn", "httpx")
     report = {
         "dataset": ds.name, "documents_before": len(docs_a), "documents_after": len(docs_b),
-        "chunks_before": len(idx.chunks), "index_build_seconds_cached_vectors": round(build_s, 1),
+        "chunks_before": len(idx.reader.chunks),
+        "index_build_seconds_cached_vectors": round(build_s, 1),
         "server": "proxy-pointer serve (one uvicorn process, thread pool), 127.0.0.1",
         "server_startup_seconds": round(startup_s, 1), "cpus": env["cpus"],
         "clients": args.clients, "requests": args.requests, "distinct_questions": len(questions),
@@ -182,7 +183,7 @@ def main() -> int:
     lat, upd = report["latency_ms"], report["latency_ms_while_updating"]
     u = report["update"]
     lines = [
-        f"# HTTP load: {ds.name}, {len(docs_a)} documents ({len(idx.chunks)} chunks), "
+        f"# HTTP load: {ds.name}, {len(docs_a)} documents ({len(idx.reader.chunks)} chunks), "
         f"{args.clients} clients, {args.requests} `/query` requests, one `/index` update "
         f"mid-run; {env['cpus']} CPUs, server and clients on one machine",
         "",

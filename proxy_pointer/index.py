@@ -17,7 +17,7 @@ import dataclasses
 import os
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,10 +39,8 @@ from .ingest import (
     source_bytes,
 )
 from .parse.chunking import CHUNKER_VERSION, Chunk, ChunkConfig
-from .parse.tree import Tree
 from .refs import Ref, SectionText, open_ref, resolve
 from .search.corpus import ChunkRows, DocumentTable, Reader
-from .search.derived import Derived
 from .search.retrieval import Retrieval, RetrievalConfig, Retriever
 from .search.synthesis import Answer, synthesize
 from .stores import (
@@ -55,7 +53,6 @@ from .stores import (
     Store,
     open_store,
 )
-from .stores.segments import Pointer
 from .stores.staging import DiskStaging, Labelling, MemoryStaging
 from .stores.vectors import VectorIndexConfig
 
@@ -110,8 +107,10 @@ class Index:
         # change in memory.
         self._origin: tuple[Store, str] | None = None
         self._chunker_version = CHUNKER_VERSION
-        #: Where updates stream documents into a segment (:mod:`~.stores.staging`); None:
-        #: in memory up to :data:`SPILL_BYTES` read, else the temporary folder.
+        #: Where an update streams its documents into a segment on disk (see
+        #: :mod:`~.stores.staging`): ``None`` keeps them in memory unless the files to
+        #: read hold more than :data:`SPILL_BYTES`, then the system's temporary folder.
+        #: :func:`update_directory` sets the store's own scratch folder.
         self.staging_dir: Path | None = None
         # segments staged on disk, read until the next save takes them in
         self._staged: list[DiskStaging] = []
@@ -211,8 +210,9 @@ class Index:
 
         Only what changed since the index was loaded from ``store`` is written (new
         documents as a new segment, replaced and removed ones marked deleted), and the
-        index then reads from the saved files (as it does after staging an update on disk);
-        an index saved elsewhere is written whole and keeps its contents in memory.
+        index then reads from the saved files; an index saved elsewhere is written whole
+        and keeps its contents in memory (what an update staged on disk is read from the
+        saved files too, and its staging folder deleted).
         """
         same = self._origin is not None and self._origin[0].location == store.location
         generation, segments = store.write(self.manifest(), self._segments)
@@ -226,11 +226,13 @@ class Index:
         self._origin = (store, generation)
         return generation
 
-    # --- what retrieval reads: the current generation's Reader (a Corpus) -------------
+    # --- the current generation ---------------------------------------------------------
     @property
     def reader(self) -> Reader:
-        """The current contents as a :class:`~.corpus.Reader`: what a query should hold
-        on to, since it never changes (an update makes a new one)."""
+        """The current contents as a :class:`~.search.corpus.Reader` (a
+        :class:`~.search.corpus.Corpus`): what to read documents, chunks, vectors, texts and
+        trees from, and what a query should hold on to, since it never changes (an update
+        makes a new one). The index itself is the writer and reads nothing on its own."""
         return self._reader
 
     @property
@@ -244,91 +246,15 @@ class Index:
         return self._origin[1] if self._origin is not None else ""
 
     @property
-    def documents(self) -> DocumentTable:
-        """The live documents: ``doc_id -> DocumentRecord`` (a Mapping read on demand)."""
-        return self._reader.documents
-
-    @property
-    def chunks(self) -> ChunkRows:
-        """Every chunk; position ``i`` is row ``i`` of :attr:`vectors` (read on demand)."""
-        return self._reader.chunks
-
-    @property
-    def derived(self) -> Derived:
-        return self._reader.derived
-
-    @property
-    def vectors(self) -> np.ndarray:
-        """All chunk vectors, float32 ``(n_chunks, dimension)``, L2-normalized.
-
-        Memory-mapped when the index is one saved segment; otherwise assembled, which at
-        scale is large: prefer :meth:`vectors_of` and :meth:`dense_search`.
-        """
-        return self._segments.vectors()
-
-    @property
     def vector_config(self) -> VectorIndexConfig:
+        """How dense search runs (exact or approximate). Setting it switches the current
+        reader at once; saved segments get the new structure when the index is next saved
+        (vectors are reused, nothing is re-embedded)."""
         return self._reader.vector_config
 
     @vector_config.setter
     def vector_config(self, config: VectorIndexConfig) -> None:
-        """Switch exact/approximate search; saved segments get the new structure when the
-        index is next saved (vectors are reused, nothing is re-embedded)."""
         self._reader.vector_config = config
-
-    # Each of these reads the current generation: see the Reader's method of the same name.
-    def vectors_of(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
-        return self._reader.vectors_of(rows)
-
-    def dense_search(self, query: np.ndarray, k: int, *, rows: np.ndarray | None = None,
-                     exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        return self._reader.dense_search(query, k, rows=rows, exact=exact)
-
-    def lexical_search(self, question: str, k: int, rows: np.ndarray | None = None
-                       ) -> list[tuple[int, float]]:
-        return self._reader.lexical_search(question, k, rows)
-
-    def fused_search(self, query: np.ndarray, question: str, k: int, *, rrf_k: int = 60,
-                     rows: np.ndarray | None = None) -> list[tuple[int, float]] | None:
-        return self._reader.fused_search(query, question, k, rrf_k=rrf_k, rows=rows)
-
-    def term_weights(self, question: str) -> dict[str, float]:
-        return self._reader.term_weights(question)
-
-    def pointers(self, rows: Sequence[int] | np.ndarray) -> list[Pointer]:
-        return self._reader.pointers(rows)
-
-    def crumbs(self, rows: Sequence[int] | np.ndarray) -> list[tuple[str, ...]]:
-        return self._reader.crumbs(rows)
-
-    def rows_mentioning(self, needle: str) -> np.ndarray:
-        return self._reader.rows_mentioning(needle)
-
-    def rows_for(self, doc_ids: Iterable[str]) -> np.ndarray:
-        return self._reader.rows_for(doc_ids)
-
-    def visible_rows(self, access: Access) -> np.ndarray | None:
-        return self._reader.visible_rows(access)
-
-    def visible_documents(self, access: Access) -> Collection[str]:
-        """Ids of the documents ``access`` may see (:meth:`.corpus.Reader.visible_documents`)."""
-        return self._reader.visible_documents(access)
-
-    def text(self, doc_id: str) -> str:
-        return self._reader.text(doc_id)
-
-    def tree(self, doc_id: str) -> Tree:
-        return self._reader.tree(doc_id)
-
-    def line_tokens(self, doc_id: str) -> tuple[int, ...]:
-        return self._reader.line_tokens(doc_id)
-
-    def section(self, ref: Ref | str, *, access: Access | None = None) -> SectionText:
-        """What ``ref`` (``doc#0003``, ``doc#L12-30``…) points at: :func:`~.refs.resolve`,
-        then :func:`~.refs.open_ref`, which say what they raise. A document ``access``
-        may not see is not found, exactly as a missing one."""
-        r = resolve(ref, self.documents if access is None else self.visible_documents(access))
-        return open_ref(self.tree(r.doc_id), r, self.documents[r.doc_id].pages)
 
     # --- changing contents --------------------------------------------------------------
     def _set(self, segments: SegmentSet) -> None:
@@ -425,8 +351,9 @@ class Index:
             # Chunks of another chunker version must not mix with new ones: re-chunk every
             # stored document (unchanged chunk texts keep their vectors).
             named = {s.doc_id for s in sources} | set(remove)
-            docs = self.documents
-            sources = sources + [Source(d, docs[d].source_path, docs[d].kind, self.text(d),
+            docs = self._reader.documents
+            sources = sources + [Source(d, docs[d].source_path, docs[d].kind,
+                                        self._reader.text(d),
                                         pages=docs[d].pages, converter=docs[d].converter)
                                  for d in stored if d not in named]
         scratch = self.staging_dir
@@ -461,7 +388,7 @@ class Index:
                     segments = segments.with_segment(staging.finish(), remove)
                 else:  # nothing new: no segment
                     staging.abort()
-                    segments = segments.with_changes([], remove)
+                    segments = segments.with_changes([], remove) if remove else segments
                 if relabelled:
                     segments = segments.with_changes(list(relabelled.values()), ())
             elif staging.documents or relabelled or remove:
@@ -500,7 +427,16 @@ class Index:
         rows = seg.doc_rows(doc_id)
         return zip(seg.embed_texts(rows.tolist()), seg.vectors(rows), strict=True)
 
-    # --- querying (facades over the retrieval and synthesis layers) ---------------------
+    # --- querying (facades over the reader, retrieval and synthesis) --------------------
+    def section(self, ref: Ref | str, *, access: Access | None = None) -> SectionText:
+        """What ``ref`` (``doc#0003``, ``doc#L12-30``…) points at: :func:`~.refs.resolve`,
+        then :func:`~.refs.open_ref`, which say what they raise. A document ``access``
+        may not see is not found, exactly as a missing one."""
+        reader = self._reader  # one generation throughout
+        docs = reader.documents
+        r = resolve(ref, docs if access is None else reader.visible_documents(access))
+        return open_ref(reader.tree(r.doc_id), r, docs[r.doc_id].pages)
+
     def retrieve(self, question: str, config: RetrievalConfig | None = None,
                  **options: Any) -> Retrieval:
         """Retrieve whole sections for ``question``; see :class:`~.retrieval.RetrievalConfig`.

@@ -135,9 +135,9 @@ def index(built: Path) -> Index:
 
 # --- the API -------------------------------------------------------------------------------
 def test_metadata_is_stored_and_returned_without_the_access_list(index: Index) -> None:
-    assert index.documents["hr/compensation.md"].metadata == {"access": ["hr"],
+    assert index.reader.documents["hr/compensation.md"].metadata == {"access": ["hr"],
                                                                "department": "hr"}
-    assert index.documents["public/manual.md"].metadata == {}
+    assert index.reader.documents["public/manual.md"].metadata == {}
     hit = next(s for s in index.retrieve(HOLIDAY_Q, principal=["hr"]).sections
                if s.doc_id == "hr/compensation.md")
     assert hit.metadata == {"department": "hr"}
@@ -170,7 +170,7 @@ def test_a_near_duplicate_in_a_hidden_document_is_never_named(index: Index) -> N
 
 
 def test_sections_of_hidden_documents_are_not_found_like_missing_ones(index: Index) -> None:
-    node = index.tree("hr/compensation.md").nodes[1].node_id
+    node = index.reader.tree("hr/compensation.md").nodes[1].node_id
     assert "zebrafish" in index.section(f"hr/compensation.md#{node}").text
     assert index.section(f"hr/compensation.md#{node}", access=Access.of(["hr"])).text
     with pytest.raises(NotFoundError) as hidden:
@@ -199,14 +199,14 @@ def test_a_metadata_only_change_embeds_nothing_and_content_changes_keep_it(
     root = tmp_path / "copy"
     shutil.copytree(built, root)
     before = Index.load(root / "idx")
-    vectors = before.vectors_of(before.rows_for(["hr/compensation.md"]))
+    vectors = before.reader.vectors_of(before.reader.rows_for(["hr/compensation.md"]))
     _, report = update_directory(root / "idx", [root / "docs"], root=str(root / "docs"),
                                  metadata={"hr/compensation.md": {"access": ["exec"]}})
     assert report.relabelled == ("hr/compensation.md",) and report.embedded == 0
     assert not report.updated and "metadata changed for 1" in report.summary()
     after = Index.load(root / "idx")
-    assert after.documents["hr/compensation.md"].metadata == {"access": ["exec"]}
-    np.testing.assert_array_equal(after.vectors_of(after.rows_for(["hr/compensation.md"])),
+    assert after.reader.documents["hr/compensation.md"].metadata == {"access": ["exec"]}
+    np.testing.assert_array_equal(after.reader.vectors_of(after.reader.rows_for(["hr/compensation.md"])),
                                   vectors)
     assert "hr/compensation.md" not in {
         s.doc_id for s in after.retrieve(HOLIDAY_Q, k=5, principal=["hr"]).sections}
@@ -215,7 +215,7 @@ def test_a_metadata_only_change_embeds_nothing_and_content_changes_keep_it(
     path.write_text(path.read_text() + "\n## Bonus\n\nThe zebrafish bonus is nil.\n")
     _, report = update_directory(root / "idx", [root / "docs"], root=str(root / "docs"))
     assert report.updated == ("hr/compensation.md",)
-    assert Index.load(root / "idx").documents["hr/compensation.md"].metadata == {
+    assert Index.load(root / "idx").reader.documents["hr/compensation.md"].metadata == {
         "access": ["exec"]}
 
 
@@ -251,7 +251,7 @@ def test_milvus_filters_inside_its_search(built: Path, tmp_path: Path) -> None:
     update_directory(loc, [built / "docs"], root=str(built / "docs"), embedder=HashEmbedder(256),
                      metadata={d: m for d, m in META.items()})
     idx = Index.load(loc)
-    assert idx.documents["board/minutes.md"].metadata["access"] == ["board"]
+    assert idx.reader.documents["board/minutes.md"].metadata["access"] == ["board"]
     got = idx.retrieve(MERGER, k=3, principal=["hr"])
     assert len(got.sections) == 3 and "board/minutes.md" not in {s.doc_id for s in got.sections}
     anon = idx.retrieve(HOLIDAY_Q, k=3, principal=[])
@@ -448,13 +448,14 @@ def test_rows_read_alike_sorted_or_not_across_segments() -> None:
     rng = np.random.default_rng(0)
     q = np.asarray(idx.embedder.embed_query("words here"), np.float32)
     for _ in range(20):
-        rows = np.sort(rng.choice(len(idx.chunks), size=rng.integers(1, len(idx.chunks)),
-                                  replace=False))
+        rows = np.sort(rng.choice(len(idx.reader.chunks),
+                                  size=rng.integers(1, len(idx.reader.chunks)), replace=False))
         shuffled = rng.permutation(rows)
-        by_row = dict(zip(shuffled.tolist(), idx.pointers(shuffled), strict=True))
-        assert idx.pointers(rows) == [by_row[r] for r in rows.tolist()]
-        n = len(idx.chunks)  # every row: ties cannot fall differently at a cut
-        for a, b in zip(idx.dense_search(q, n, rows=rows), idx.dense_search(q, n, rows=shuffled),
-                        strict=True):
+        by_row = dict(zip(shuffled.tolist(), idx.reader.pointers(shuffled), strict=True))
+        assert idx.reader.pointers(rows) == [by_row[r] for r in rows.tolist()]
+        n = len(idx.reader.chunks)  # every row: ties cannot fall differently at a cut
+        for a, b in zip(idx.reader.dense_search(q, n, rows=rows),
+                        idx.reader.dense_search(q, n, rows=shuffled), strict=True):
             np.testing.assert_array_equal(a, b)
-        assert idx.lexical_search("words", n, rows) == idx.lexical_search("words", n, shuffled)
+        assert (idx.reader.lexical_search("words", n, rows)
+                == idx.reader.lexical_search("words", n, shuffled))

@@ -65,7 +65,7 @@ def test_an_existing_index_stays_intact(capsys, docs: Path, tmp_path: Path) -> N
         assert _index(tmp_path, str(folder), "--prune") == 1  # prune would have emptied it
         _error_line(capsys.readouterr().err)
         assert current_generation(tmp_path / "idx") == before
-        assert len(Index.load(tmp_path / "idx").documents) == 3
+        assert len(Index.load(tmp_path / "idx").reader.documents) == 3
 
 
 def test_encoding_option(capsys, tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_encoding_option(capsys, tmp_path: Path) -> None:
     assert "encoding=" not in line  # the Python API's spelling
     assert _index(tmp_path, str(folder), "--encoding", "latin-1") == 0
     capsys.readouterr()
-    assert "crème brûlée" in Index.load(tmp_path / "idx").text("cafe.md")
+    assert "crème brûlée" in Index.load(tmp_path / "idx").reader.text("cafe.md")
 
     assert main(["tree", str(folder / "cafe.md")]) == 1
     assert "pass --encoding" in _error_line(capsys.readouterr().err)

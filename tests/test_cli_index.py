@@ -66,7 +66,7 @@ def test_index_twice_is_incremental(capsys, docs: Path, tmp_path: Path) -> None:
     code, third, _ = run_index(capsys, tmp_path, str(docs), "--embedder", "hash:64")
     assert _counts(third) == (0, 0, 3, 0, 0) and third["embedded"] == "0"
     idx = Index.load(tmp_path / "idx")
-    assert "segmented" in idx.text("observatory.md")
+    assert "segmented" in idx.reader.text("observatory.md")
 
 
 def test_prune(capsys, docs: Path, tmp_path: Path) -> None:
@@ -76,7 +76,7 @@ def test_prune(capsys, docs: Path, tmp_path: Path) -> None:
     assert _counts(kept) == (0, 0, 2, 0, 0) and kept["documents"] == "3"
     _, pruned, _ = run_index(capsys, tmp_path, str(docs), "--prune")
     assert _counts(pruned) == (0, 0, 2, 1, 0) and pruned["documents"] == "2"
-    assert "harbor.md" not in Index.load(tmp_path / "idx").documents
+    assert "harbor.md" not in Index.load(tmp_path / "idx").reader.documents
 
 
 def test_skipped_file_warns_and_indexes_the_rest(capsys, docs: Path, tmp_path: Path) -> None:
@@ -96,7 +96,8 @@ def test_approximate_and_root_options(capsys, docs: Path, tmp_path: Path) -> Non
     assert manifest["vector_index"]["kind"] == "ivf"
     seg = tmp_path / "idx" / "segments" / manifest["segments"][0]["name"]
     assert (seg / "ivf.faiss").is_file()
-    assert sorted(Index.load(tmp_path / "idx").documents) == ["docs/harbor.md", "docs/orchard.md"]
+    loaded = Index.load(tmp_path / "idx")
+    assert sorted(loaded.reader.documents) == ["docs/harbor.md", "docs/orchard.md"]
 
 
 def _error_line(err: str) -> str:
@@ -164,7 +165,7 @@ def test_workers_and_batch_size_options(capsys, docs: Path, tmp_path: Path) -> N
                            "--workers", "0")
     assert code == 0
     a, b = Index.load(tmp_path / "a" / "idx"), Index.load(tmp_path / "b" / "idx")
-    assert a.chunks == b.chunks and (a.vectors == b.vectors).all()
+    assert a.reader.chunks == b.reader.chunks and (a.reader.vectors == b.reader.vectors).all()
     code, _, err = run_index(capsys, tmp_path / "c", str(docs), "--embedder", "hash:64",
                              "--workers", "-1")
     assert code == 1 and "workers must be an integer >= 0" in _error_line(err)

@@ -244,11 +244,11 @@ def test_chunk_rows_with_damaged_titles_are_corrupt(saved: Path) -> None:
     reads them where it needs more than their pointers)."""
     _sql(saved, "UPDATE chunks SET path = '[\"Harbor\"', crumbs = '[\"Harbor\"'")
     idx = Index.load(saved)
-    rows = list(range(len(idx.chunks)))
+    rows = list(range(len(idx.reader.chunks)))
     with pytest.raises(IndexCorruptError, match=r"meta\.sqlite: chunk row \d+ is damaged"):
-        idx.chunks.at(rows)
+        idx.reader.chunks.at(rows)
     with pytest.raises(IndexCorruptError, match=r"meta\.sqlite: chunk row \d+ is damaged"):
-        idx.crumbs(rows)
+        idx.reader.crumbs(rows)
 
 
 def test_a_stored_tree_whose_node_ids_changed_is_corrupt(saved: Path) -> None:

@@ -64,16 +64,16 @@ def _retrieval_key(r):
 # --- round trip --------------------------------------------------------------------------
 def test_round_trip_gives_identical_results(docs: Path, tmp_path: Path) -> None:
     idx = Index.build([docs], embedder=HashEmbedder(64))
-    assert sorted(idx.documents) == ["harbor.md", "observatory.md", "orchard.md"]
+    assert sorted(idx.reader.documents) == ["harbor.md", "observatory.md", "orchard.md"]
     gen = idx.save(tmp_path / "idx")
     assert (tmp_path / "idx" / "CURRENT").read_text().strip() == gen
 
     loaded = Index.load(tmp_path / "idx")  # no embedder: the manifest names it
     assert isinstance(loaded.embedder, HashEmbedder)
     assert loaded.embedder.model_id == "hash:64"
-    assert loaded.documents == idx.documents
-    assert loaded.chunks == idx.chunks
-    np.testing.assert_array_equal(loaded.vectors, idx.vectors)
+    assert loaded.reader.documents == idx.reader.documents
+    assert loaded.reader.chunks == idx.reader.chunks
+    np.testing.assert_array_equal(loaded.reader.vectors, idx.reader.vectors)
     for q in QUESTIONS:
         for opts in ({"budget": 300}, {"budget": 2000, "k": 2},
                      {"budget": 500, "doc_ids": ["harbor.md", "orchard.md"]}):
@@ -104,14 +104,14 @@ def test_text_documents_are_not_read_as_markdown(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "notes.txt").write_text("# not a heading\n" + "plain words here\n" * 40)
     idx = Index.build([tmp_path / "d"], embedder=HashEmbedder(32))
-    assert idx.documents["notes.txt"].kind == "text"
+    assert idx.reader.documents["notes.txt"].kind == "text"
     # Topical segments, never a heading: the "#" line is text like any other.
-    assert all(n.start == n.body_start for n in idx.tree("notes.txt").nodes)
+    assert all(n.start == n.body_start for n in idx.reader.tree("notes.txt").nodes)
     s = idx.retrieve("plain words", budget=5000).sections[0]
     assert s.text.startswith("# not a heading\n")
     windows = Index.build([tmp_path / "d"], embedder=HashEmbedder(32),
                           chunk_config=ChunkConfig(headerless="windows"))
-    assert all(c.node_id is None for c in windows.chunks)
+    assert all(c.node_id is None for c in windows.reader.chunks)
     assert windows.retrieve("plain words", budget=5000).sections[0].ref.startswith("notes.txt#L")
 
 
@@ -121,8 +121,8 @@ def test_incremental_update_embeds_only_changed_chunks(docs: Path, tmp_path: Pat
     emb = CachedEmbedder(HashEmbedder(64), cache)
     idx, rep = update_directory(target, [docs], embedder=emb)
     assert rep.added == ("harbor.md", "observatory.md", "orchard.md")
-    assert rep.embedded == emb.misses == len(idx.chunks) == rep.chunks
-    old_harbor = {c.embed_text for c in idx.chunks if c.doc_id == "harbor.md"}
+    assert rep.embedded == emb.misses == len(idx.reader.chunks) == rep.chunks
+    old_harbor = {c.embed_text for c in idx.reader.chunks if c.doc_id == "harbor.md"}
     gen1 = current_generation(target)
 
     new_text = _edit_harbor(docs)
@@ -142,7 +142,7 @@ def test_incremental_update_embeds_only_changed_chunks(docs: Path, tmp_path: Pat
 
     # The updated document's sections slice correctly from the new stored copy.
     reloaded = Index.load(target)
-    assert reloaded.text("harbor.md") == new_text
+    assert reloaded.reader.text("harbor.md") == new_text
     r = reloaded.retrieve("ferries south quay lighthouse breast line", budget=1000, k=1,
                           doc_ids=["harbor.md"])
     top = r.sections[0]
@@ -150,8 +150,8 @@ def test_incremental_update_embeds_only_changed_chunks(docs: Path, tmp_path: Pat
     assert "lighthouse" in top.text
     assert top.text == _lines(new_text, top)
     # Vectors of the reused chunks equal a fresh embedding of their text.
-    fresh = HashEmbedder(64).embed_documents([c.embed_text for c in reloaded.chunks])
-    np.testing.assert_allclose(reloaded.vectors, fresh, atol=1e-6)
+    fresh = HashEmbedder(64).embed_documents([c.embed_text for c in reloaded.reader.chunks])
+    np.testing.assert_allclose(reloaded.reader.vectors, fresh, atol=1e-6)
 
 
 def test_unchanged_update_writes_nothing(docs: Path, tmp_path: Path) -> None:
@@ -169,13 +169,13 @@ def test_prune_removes_deleted_files_only_when_asked(docs: Path, tmp_path: Path)
     update_directory(target, [docs], embedder=HashEmbedder(64))
     (docs / "observatory.md").unlink()
     idx, rep = update_directory(target, [docs], embedder=HashEmbedder(64))
-    assert rep.removed == () and "observatory.md" in idx.documents
+    assert rep.removed == () and "observatory.md" in idx.reader.documents
     idx, rep = update_directory(target, [docs], embedder=HashEmbedder(64), prune=True)
     assert rep.removed == ("observatory.md",)
     loaded = Index.load(target)
-    assert sorted(loaded.documents) == ["harbor.md", "orchard.md"]
-    assert all(c.doc_id != "observatory.md" for c in loaded.chunks)
-    assert len(loaded.vectors) == len(loaded.chunks)
+    assert sorted(loaded.reader.documents) == ["harbor.md", "orchard.md"]
+    assert all(c.doc_id != "observatory.md" for c in loaded.reader.chunks)
+    assert len(loaded.reader.vectors) == len(loaded.reader.chunks)
     assert not loaded.retrieve("telescope mirror", doc_ids=["observatory.md"]).sections
 
 
@@ -184,18 +184,18 @@ def test_add_text_and_remove(tmp_path: Path) -> None:
     text = (FIXTURES / "orchard.md").read_text()
     assert idx.add_text("mem/orchard.md", text) is True
     assert idx.add_text("mem/orchard.md", text) is False  # unchanged
-    n = len(idx.chunks)
+    n = len(idx.reader.chunks)
     assert idx.add_text("mem/orchard.md", text + "\n## Storage\n\n" + "Cellar crates. " * 12)
-    assert len(idx.chunks) == n + 1
+    assert len(idx.reader.chunks) == n + 1
     assert idx.retrieve("cellar crates", budget=500, k=1).sections[0].title == "Storage"
     assert idx.add_text("notes.txt", "loose notes about bread baking\n" * 5)
-    assert idx.documents["notes.txt"].kind == "text"
+    assert idx.reader.documents["notes.txt"].kind == "text"
     assert idx.remove(["mem/orchard.md", "absent.md"]) == ["mem/orchard.md"]
-    assert list(idx.documents) == ["notes.txt"]
-    assert len(idx.rows_for(["mem/orchard.md"])) == 0
-    assert len(idx.vectors) == len(idx.chunks)
+    assert list(idx.reader.documents) == ["notes.txt"]
+    assert len(idx.reader.rows_for(["mem/orchard.md"])) == 0
+    assert len(idx.reader.vectors) == len(idx.reader.chunks)
     idx.save(tmp_path / "idx")
-    assert list(Index.load(tmp_path / "idx").documents) == ["notes.txt"]
+    assert list(Index.load(tmp_path / "idx").reader.documents) == ["notes.txt"]
 
 
 _WORDS = ["apple", "tide", "quay", "mirror", "archive", "prune", "crane", "dome", "cellar"]
@@ -219,15 +219,15 @@ def test_any_update_sequence_keeps_vectors_aligned(ops) -> None:
         else:
             idx.add_text(doc_id, text)
             expected[doc_id] = text
-    assert {d: idx.text(d) for d in idx.documents} == expected
-    assert len(idx.vectors) == len(idx.chunks)
-    assert {c.doc_id for c in idx.chunks} <= set(expected)
-    if idx.chunks:
-        fresh = emb.embed_documents([c.embed_text for c in idx.chunks])
-        np.testing.assert_allclose(idx.vectors, fresh, atol=1e-6)
+    assert {d: idx.reader.text(d) for d in idx.reader.documents} == expected
+    assert len(idx.reader.vectors) == len(idx.reader.chunks)
+    assert {c.doc_id for c in idx.reader.chunks} <= set(expected)
+    if idx.reader.chunks:
+        fresh = emb.embed_documents([c.embed_text for c in idx.reader.chunks])
+        np.testing.assert_allclose(idx.reader.vectors, fresh, atol=1e-6)
     for doc_id, text in expected.items():
         want = chunk_tree(build_tree(text, doc_id=doc_id), idx.chunk_config)
-        assert [c for c in idx.chunks if c.doc_id == doc_id] == want
+        assert [c for c in idx.reader.chunks if c.doc_id == doc_id] == want
 
 
 # --- snapshot ------------------------------------------------------------------------------
@@ -238,7 +238,7 @@ def test_stored_copy_is_used_at_query_time(docs: Path, tmp_path: Path) -> None:
     # Edit the file on disk without re-indexing: lines shift, the section text changes.
     (docs / "orchard.md").write_text("# Moved\n\n" * 10 + original.replace("dormant", "asleep"))
     idx = Index.load(target)
-    assert idx.text("orchard.md") == original
+    assert idx.reader.text("orchard.md") == original
     s = idx.retrieve("pruning late winter dormant trees", budget=1000, k=1,
                      doc_ids=["orchard.md"]).sections[0]
     assert s.title == "Pruning"
@@ -270,12 +270,13 @@ def test_embedding_error_leaves_memory_and_disk_unchanged(docs: Path, tmp_path: 
     (docs / "new.md").write_text("# New\n\n" + "A brand new document about lanterns. " * 5)
 
     idx = Index.load(target, embedder=FailingEmbedder())
-    before = (dict(idx.documents), idx.chunks, idx.vectors.copy(), idx.text("harbor.md"))
+    before = (dict(idx.reader.documents), idx.reader.chunks, idx.reader.vectors.copy(),
+              idx.reader.text("harbor.md"))
     with pytest.raises(EmbeddingError, match="backend down"):
         idx.update([docs], prune=True)
-    assert (dict(idx.documents), idx.chunks) == before[:2]
-    np.testing.assert_array_equal(idx.vectors, before[2])
-    assert idx.text("harbor.md") == before[3]
+    assert (dict(idx.reader.documents), idx.reader.chunks) == before[:2]
+    np.testing.assert_array_equal(idx.reader.vectors, before[2])
+    assert idx.reader.text("harbor.md") == before[3]
     assert idx.retrieve("ferries moor").sections  # still answers from the old contents
 
     with pytest.raises(EmbeddingError):
@@ -336,7 +337,7 @@ def test_second_writer_fails_fast_or_waits(docs: Path, tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
-    assert "south quay" in Index.load(target).text("harbor.md")
+    assert "south quay" in Index.load(target).reader.text("harbor.md")
 
 
 # --- bad input ------------------------------------------------------------------------------
@@ -514,7 +515,7 @@ def test_index_of_another_chunker_version_is_rechunked_on_update(saved: Path,
     assert report.embedded == 0 and not report.unchanged
     reloaded = Index.load(saved)
     assert reloaded.manifest().chunker_version == CHUNKER_VERSION
-    assert reloaded.chunks == old.chunks
+    assert reloaded.reader.chunks == old.reader.chunks
     _, again = update_directory(saved, [docs], embedder=HashEmbedder(64))
     assert again.unchanged == report.updated and again.embedded == 0
 
@@ -538,7 +539,7 @@ def test_llm_noise_option_reaches_the_chunker() -> None:
     idx = Index(embedder=HashEmbedder(32), chunk_config=cfg, index_llm=llm)
     idx.add_text("r.md", text)
     assert len(llm.calls) == 1
-    assert {c.title for c in idx.chunks} == {"Methods"}
+    assert {c.title for c in idx.reader.chunks} == {"Methods"}
 
 
 def test_saved_updates_across_segments_match_a_fresh_build(docs: Path, tmp_path: Path) -> None:
@@ -560,19 +561,19 @@ def test_saved_updates_across_segments_match_a_fresh_build(docs: Path, tmp_path:
         loaded = Index.load(target, embedder=emb)
         fresh = Index.build([docs], embedder=emb)
         key = lambda c: c.chunk_id  # noqa: E731
-        assert sorted(loaded.chunks, key=key) == sorted(fresh.chunks, key=key)
-        assert dict(loaded.documents) == dict(fresh.documents)
-        by_id = {c.chunk_id: i for i, c in enumerate(fresh.chunks)}
-        order = [by_id[c.chunk_id] for c in loaded.chunks]
-        np.testing.assert_allclose(loaded.vectors, fresh.vectors[order], atol=1e-6)
-        for c in loaded.chunks.at(range(len(loaded.chunks))):
-            assert c.text == loaded.text(c.doc_id)[c.start_char:c.end_char]
-        for i in range(0, len(loaded.chunks), 3):
-            q = loaded.vectors_of([i])[0]
-            _, rows = loaded.dense_search(q, 5)
-            assert i in rows.tolist() and rows.max() < len(loaded.chunks)
-            exact = loaded.dense_search(q, 5, exact=True)[1]
-            assert exact[0] == i or loaded.vectors_of([exact[0]])[0] @ q >= 1 - 1e-5
+        assert sorted(loaded.reader.chunks, key=key) == sorted(fresh.reader.chunks, key=key)
+        assert dict(loaded.reader.documents) == dict(fresh.reader.documents)
+        by_id = {c.chunk_id: i for i, c in enumerate(fresh.reader.chunks)}
+        order = [by_id[c.chunk_id] for c in loaded.reader.chunks]
+        np.testing.assert_allclose(loaded.reader.vectors, fresh.reader.vectors[order], atol=1e-6)
+        for c in loaded.reader.chunks.at(range(len(loaded.reader.chunks))):
+            assert c.text == loaded.reader.text(c.doc_id)[c.start_char:c.end_char]
+        for i in range(0, len(loaded.reader.chunks), 3):
+            q = loaded.reader.vectors_of([i])[0]
+            _, rows = loaded.reader.dense_search(q, 5)
+            assert i in rows.tolist() and rows.max() < len(loaded.reader.chunks)
+            exact = loaded.reader.dense_search(q, 5, exact=True)[1]
+            assert exact[0] == i or loaded.reader.vectors_of([exact[0]])[0] @ q >= 1 - 1e-5
     manifest = json.loads((current_generation(target) / "manifest.json").read_text())
     assert len(manifest["segments"]) >= 2
 

@@ -39,7 +39,7 @@ def test_documents_carry_the_pointers(tmp_path: Path) -> None:
     meta = docs[0].metadata
     for key in ("doc_id", "node_id", "title", "path", "start_line", "end_line", "score", "ref"):
         assert key in meta
-    lines = _INDEX.tree(meta["doc_id"]).lines[meta["start_line"] - 1 : meta["end_line"]]
+    lines = _INDEX.reader.tree(meta["doc_id"]).lines[meta["start_line"] - 1 : meta["end_line"]]
     if not meta["trimmed"]:
         assert docs[0].page_content == "".join(lines)
 

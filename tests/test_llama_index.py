@@ -37,7 +37,7 @@ def test_nodes_are_the_retrieved_sections_with_their_pointers() -> None:
         assert (meta["start_line"], meta["end_line"]) == (section.start_line, section.end_line)
         assert meta["tokens"] == section.tokens and meta["trimmed"] == section.trimmed
         if not section.trimmed:  # 1-based inclusive lines of the source
-            lines = _INDEX.tree(section.doc_id).lines
+            lines = _INDEX.reader.tree(section.doc_id).lines
             assert node.get_content() == "".join(lines[meta["start_line"] - 1:meta["end_line"]])
         # an LLM sees the citation key and breadcrumb above the text; nothing is embedded
         llm = node.get_content(metadata_mode=MetadataMode.LLM)

@@ -104,10 +104,10 @@ def test_index_carries_pages_to_every_context_ref_and_citation(pdf_docs: Path,
                                                                tmp_path: Path) -> None:
     idx, rep = update_directory(tmp_path / "idx", [pdf_docs], embedder=HashEmbedder(64))
     assert sorted(rep.added) == ["notes.md", "report.pdf"] and not rep.skipped
-    rec = idx.documents["report.pdf"]
+    rec = idx.reader.documents["report.pdf"]
     assert len(rec.pages) == len(PAGES) and rec.converter == converter_id(
         converter_for("report.pdf"))  # type: ignore[arg-type]
-    assert idx.documents["notes.md"].pages == ()
+    assert idx.reader.documents["notes.md"].pages == ()
 
     res = idx.retrieve("flood insurance policy claim", budget=4000, k=8)
     s = next(x for x in res.sections if "insurer" in x.text)
@@ -133,7 +133,7 @@ def test_index_carries_pages_to_every_context_ref_and_citation(pdf_docs: Path,
 
     # A citation of the section's lines gets their pages, and prints them.
     line = next(n for n in range(s.start_line, s.end_line + 1)
-                if "insurer" in idx.text("report.pdf").splitlines()[n - 1])
+                if "insurer" in idx.reader.text("report.pdf").splitlines()[n - 1])
     llm = ScriptedLLM(f"Only half is covered [{s.ref}, line {line}].")
     answer = idx.ask("flood insurance policy claim", llm, budget=4000, k=8)
     assert answer.grounded
@@ -216,14 +216,14 @@ def test_reconversion_on_new_bytes_or_converter_version(pdf_docs: Path, tmp_path
     make_pdf(pdf_docs / "report.pdf", extra="Dividends rose to two dollars a share.")
     idx, rep = update_directory(loc, [pdf_docs], embedder=HashEmbedder(64))
     assert rep.updated == ("report.pdf",) and rep.unchanged == ("notes.md",)
-    assert "Dividends rose" in idx.text("report.pdf")
+    assert "Dividends rose" in idx.reader.text("report.pdf")
 
     conv = converter_for("report.pdf")
     assert conv is not None
     monkeypatch.setattr(conv, "version", conv.version + "-next")
     idx, rep = update_directory(loc, [pdf_docs], embedder=HashEmbedder(64))
     assert rep.updated == ("report.pdf",)
-    assert idx.documents["report.pdf"].converter.endswith("-next")
+    assert idx.reader.documents["report.pdf"].converter.endswith("-next")
 
 
 def _bad_files(docs: Path) -> dict[str, str]:
@@ -259,13 +259,13 @@ def test_bad_files_are_skipped_with_their_names_and_the_index_survives(
     for name, words in expected.items():
         assert str(pdf_docs / name) in skipped[name]
         assert words.lower() in skipped[name].lower()
-    assert "report.pdf" in idx.documents and not set(expected) & set(idx.documents)
+    assert "report.pdf" in idx.reader.documents and not set(expected) & set(idx.reader.documents)
 
     # A PDF that was indexed and then got corrupted keeps its last good version.
     (pdf_docs / "report.pdf").write_bytes(b"%PDF-1.7\n%broken")
     idx, rep = update_directory(loc, [pdf_docs], embedder=HashEmbedder(64), prune=True)
     assert any("report.pdf" in s for s in rep.skipped)
-    assert "Floods at the northern plant" in idx.text("report.pdf").replace("\n", " ")
+    assert "Floods at the northern plant" in idx.reader.text("report.pdf").replace("\n", " ")
 
 
 def test_bad_files_through_the_cli_are_one_line_errors(pdf_docs: Path, cli) -> None:
@@ -293,7 +293,7 @@ def test_docx_and_html_index_beside_markdown(pdf_docs: Path, tmp_path: Path) -> 
                        doc_ids=["manual.docx"])
     (s,) = res.sections
     assert s.title == "Greasing the winch" and "forty hours" in s.text
-    assert idx.documents["page.html"].converter.startswith("html/")
+    assert idx.reader.documents["page.html"].converter.startswith("html/")
 
 
 @pytest.mark.parametrize("workers", [0, 2])
@@ -302,7 +302,7 @@ def test_conversion_runs_where_parsing_runs(pdf_docs: Path, tmp_path: Path,
     idx = Index(embedder=HashEmbedder(64))
     rep = idx.update([pdf_docs], workers=workers)
     assert "report.pdf" in rep.added and rep.timings["convert"] > 0
-    assert len(idx.documents["report.pdf"].pages) == 5
+    assert len(idx.reader.documents["report.pdf"].pages) == 5
 
 
 def test_batch_query_contexts_carry_pages(pdf_docs: Path, tmp_path: Path, cli) -> None:

@@ -113,7 +113,7 @@ def test_a_short_section_is_found_in_both_stores(with_platypus: Path, tmp_path: 
     assert res.sections[0].title == "Platypus appendix"
     assert "one sighting near the river" in res.sections[0].text
     # Nothing of the paper is skipped but noise (its acknowledgments).
-    tree = idx.tree(PAPER)
+    tree = idx.reader.tree(PAPER)
     skipped = skip_reasons(tree)
     assert skipped and all(why.startswith("noise") for why in skipped.values())
     assert 0 < report.sections_skipped

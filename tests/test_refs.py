@@ -262,10 +262,10 @@ async def test_every_outline_ref_opens_everywhere(openers: Openers,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     docs = [d["doc_id"] for d in openers.service.documents()]
     assert {"notes/short.md", "notes/long.md"} <= set(docs) and len(docs) == 6
-    assert len(openers.index.tree("notes/long.md").nodes) == 3  # topical segments
+    assert len(openers.index.reader.tree("notes/long.md").nodes) == 3  # topical segments
     seen = 0
     for doc_id in docs:
-        tree = openers.index.tree(doc_id)
+        tree = openers.index.reader.tree(doc_id)
         for node in openers.service.outline(doc_id)["nodes"]:
             got = await openers.all(node["ref"], capsys)
             assert got["text"] == tree.section_text(node["node_id"])
@@ -311,7 +311,7 @@ async def test_every_retrieved_ref_opens_everywhere_with_its_text(
 
 async def test_unknown_or_malformed_refs_fail_alike_everywhere(
         openers: Openers, capsys: pytest.CaptureFixture[str]) -> None:
-    n = len(openers.index.tree("notes/short.md").lines)
+    n = len(openers.index.reader.tree("notes/short.md").lines)
     cases = [
         ("notes/short.md#L1-99", NotFoundError, 404, f"has {n} lines"),
         ("notes/short.md#0007", NotFoundError, 404, "no section '0007'"),

@@ -6,8 +6,8 @@ read; :class:`Reader` implements it over one :class:`~.stores.segments.SegmentSe
 generation of an index), read on demand, and owns everything derived from that generation
 (trees, per-line token counts, :class:`~.derived.Derived` caches). A change of contents
 makes a new reader (:meth:`Reader.successor`), so no cache can go stale.
-:class:`~.index.Index`, the writer, satisfies :class:`Corpus` too by reading through its
-current reader.
+:class:`~.index.Index`, the writer, is not a corpus: it hands out its current reader
+(:attr:`~.index.Index.reader`).
 """
 
 from __future__ import annotations
@@ -214,6 +214,15 @@ class Reader:
     def derived(self) -> Derived:
         """What retrieval derives from this generation and reuses across queries."""
         return self._derived
+
+    @property  # not in Corpus: retrieval reads vectors by row
+    def vectors(self) -> np.ndarray:
+        """All chunk vectors, float32 ``(n_chunks, dimension)``, L2-normalized.
+
+        Memory-mapped when the generation is one saved segment; otherwise assembled, which
+        at scale is large: prefer :meth:`vectors_of` and :meth:`dense_search`.
+        """
+        return self.segments.vectors()
 
     def vectors_of(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
         """Vectors of the given chunk rows."""

@@ -79,9 +79,10 @@ class Retrieval:
 
 
 class Retriever:
-    """Answers questions from a :class:`~proxy_pointer.search.corpus.Corpus` (read-only): an
-    index's :attr:`~proxy_pointer.index.Index.reader` for one generation throughout, or
-    the :class:`~proxy_pointer.index.Index` itself to follow its updates."""
+    """Answers questions from a :class:`~proxy_pointer.search.corpus.Corpus` (read-only),
+    such as an index's :attr:`~proxy_pointer.index.Index.reader`: one generation throughout
+    (:meth:`Index.retrieve <proxy_pointer.index.Index.retrieve>` takes the current one per
+    question, so it follows updates)."""
 
     def __init__(self, corpus: Corpus, config: RetrievalConfig | None = None) -> None:
         self.corpus = corpus

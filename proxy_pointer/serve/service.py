@@ -110,9 +110,10 @@ class Service:
         """``generation``, ``documents``, ``chunks`` (those ``access`` sees) and
         ``embedder`` of the index served."""
         idx = self.index
-        rows = idx.visible_rows(access)
-        return {"generation": idx.generation, "documents": len(idx.visible_documents(access)),
-                "chunks": len(idx.chunks) if rows is None else len(rows),
+        reader = idx.reader
+        rows = reader.visible_rows(access)
+        return {"generation": idx.generation, "documents": len(reader.visible_documents(access)),
+                "chunks": len(reader.chunks) if rows is None else len(rows),
                 "embedder": idx.embedder.model_id}
 
     # --- requests -----------------------------------------------------------------------
@@ -165,11 +166,12 @@ class Service:
         ``n_chunks``, ``pages`` (a converted PDF's page count, else None), ``converter``
         (``"pdf/1"``, or None) and ``metadata`` (without the access list)."""
         with self.pinned() as idx:
-            seen = idx.visible_documents(access)
+            reader = idx.reader
+            seen = reader.visible_documents(access)
             return [{"doc_id": d, "title": r.title, "kind": r.kind, "size": r.size,
                      "n_chunks": r.n_chunks, "pages": len(r.pages) or None,
                      "converter": r.converter or None, "metadata": public_metadata(r.metadata)}
-                    for d, r in ((d, idx.documents[d]) for d in idx.documents if d in seen)]
+                    for d, r in ((d, reader.documents[d]) for d in reader.documents if d in seen)]
 
     def outline(self, doc_id: str, *, access: Access = ANONYMOUS) -> dict[str, Any]:
         """A document's skeleton tree without text: ``doc_id``, ``title`` and its
@@ -186,7 +188,8 @@ class Service:
 
         with self.pinned() as idx:
             key = self._doc_key(doc_id, access)
-            tree, starts, config = idx.tree(key), idx.documents[key].pages, idx.chunk_config
+            tree, starts = idx.reader.tree(key), idx.reader.documents[key].pages
+            config = idx.chunk_config
         skipped = (skip_reasons(tree, config, noise=classify_noise(tree, config.noise))
                    if config.mode == "structure" else {})
         return {"doc_id": key, "title": tree.title,
@@ -251,7 +254,7 @@ class Service:
         t0 = time.perf_counter()
         with self._write, self.store.lock(timeout=lock_timeout):
             idx = Index.load(self.store, embedder=self._embedder)
-            before, version = set(idx.documents), idx.version
+            before, version = set(idx.reader.documents), idx.version
             # Parse here (workers=0): forking a process whose other threads are serving
             # requests could copy a lock one of them holds.
             meta = dict(metadata or {})
@@ -270,7 +273,7 @@ class Service:
         return {"added": added, "updated": updated, "unchanged": unchanged,
                 "relabelled": sorted({*report.relabelled, *inline.relabelled}),
                 "removed": sorted(removed), "skipped": list(report.skipped),
-                "warnings": list(report.warnings), "chunks": len(idx.chunks),
+                "warnings": list(report.warnings), "chunks": len(idx.reader.chunks),
                 "embedded": report.embedded + inline.embedded,
                 "seconds": round(time.perf_counter() - t0, 3), "generation": generation}
 
@@ -301,7 +304,7 @@ class Service:
         missing or hidden."""
         if not isinstance(doc_id, str):
             raise ConfigError(f"doc_id must be a string, got {doc_id!r}")
-        key = resolve_doc_id(doc_id, self.index.visible_documents(access))
+        key = self.resolve_doc(doc_id, access=access)
         if key is None:
             raise NotFoundError(f"no document {doc_id!r} in the index")
         return key
@@ -311,7 +314,7 @@ class Service:
         """The indexed id ``doc_id`` names among the documents ``access`` sees, also
         without its file suffix; None when none does (the caller words the error, or
         falls back)."""
-        return resolve_doc_id(doc_id, self.index.visible_documents(access))
+        return resolve_doc_id(doc_id, self.index.reader.visible_documents(access))
 
     def retrieve(self, question: str, config: RetrievalConfig) -> Retrieval:
         """Sections for ``question`` under a whole ``config`` the caller built (its

@@ -58,10 +58,11 @@ def _write_docs(folder: Path, n: int) -> Path:
 
 
 def _same(a: Index, b: Index) -> None:
-    assert a.chunks == b.chunks
-    np.testing.assert_array_equal(a.vectors, b.vectors)
-    assert a.documents == b.documents
-    assert {d: a.text(d) for d in a.documents} == {d: b.text(d) for d in b.documents}
+    assert a.reader.chunks == b.reader.chunks
+    np.testing.assert_array_equal(a.reader.vectors, b.reader.vectors)
+    assert a.reader.documents == b.reader.documents
+    assert ({d: a.reader.text(d) for d in a.reader.documents}
+            == {d: b.reader.text(d) for d in b.reader.documents})
 
 
 def test_streaming_with_a_pool_equals_one_batch_in_process(tmp_path: Path) -> None:
@@ -71,7 +72,7 @@ def test_streaming_with_a_pool_equals_one_batch_in_process(tmp_path: Path) -> No
     many = Index(embedder=HashEmbedder(64))
     rep_many = many.update([docs], batch_bytes=2_500, workers=2)
     _same(one, many)
-    assert rep_many.embedded == rep_one.embedded < len(many.chunks)  # twins embedded once
+    assert rep_many.embedded == rep_one.embedded < len(many.reader.chunks)  # twins embedded once
     assert rep_many.added == rep_one.added and len(rep_many.added) == 12
     # Only a pool makes the embedder wait for parsed batches: it did run.
     assert rep_many.timings["waiting"] > 0 and rep_one.timings["waiting"] == 0
@@ -87,7 +88,7 @@ def test_streaming_with_a_pool_equals_one_batch_in_process(tmp_path: Path) -> No
     for field in ("added", "updated", "removed", "unchanged", "embedded"):
         assert getattr(rep_many, field) == getattr(rep_one, field), field
     assert rep_many.updated == ("paper03.md",) and rep_many.removed == ("paper05.md",)
-    assert 0 < rep_many.embedded < one.documents["paper03.md"].n_chunks + 5
+    assert 0 < rep_many.embedded < one.reader.documents["paper03.md"].n_chunks + 5
 
 
 def test_progress_events_grow_and_end_at_the_totals(tmp_path: Path) -> None:
@@ -101,7 +102,7 @@ def test_progress_events_grow_and_end_at_the_totals(tmp_path: Path) -> None:
     last = events[-1]
     assert (last.documents_done, last.documents_total) == (len(files), len(files))
     assert last.bytes_done == last.bytes_total == sum(f.stat().st_size for f in files)
-    assert last.chunks_done == len(idx.chunks) and last.chunks_embedded == rep.embedded
+    assert last.chunks_done == len(idx.reader.chunks) and last.chunks_embedded == rep.embedded
     assert events[0].documents_done == 0 and len(events) > 4
     for before, after in itertools.pairwise(events):
         for name in ("documents_done", "bytes_done", "chunks_done", "chunks_embedded",
@@ -312,7 +313,7 @@ def test_sigkilled_build_resumes_from_the_cache(tmp_path: Path) -> None:
     cached = _cached_rows(cache)
     inner = CountingHashEmbedder()
     resumed = Index.build([docs], embedder=CachedEmbedder(inner, cache), workers=0)
-    total = len({c.embed_text for c in resumed.chunks})
+    total = len({c.embed_text for c in resumed.reader.chunks})
     assert 0 < cached < total, (cached, total)
     assert inner.texts == total - cached
     _same(resumed, Index.build([docs], embedder=HashEmbedder(64), workers=0))

@@ -38,13 +38,13 @@ def local_ray():
 
 
 def assert_same(a: Index, b: Index, atol: float = 1e-6) -> None:
-    assert dict(a.documents) == dict(b.documents)
-    assert list(a.chunks) == list(b.chunks)  # texts, pointers, breadcrumbs
-    assert a.vectors.shape == b.vectors.shape
-    np.testing.assert_allclose(a.vectors, b.vectors, atol=atol)
-    for doc_id in a.documents:
-        assert a.text(doc_id) == b.text(doc_id)
-        assert a.tree(doc_id).to_dict() == b.tree(doc_id).to_dict()
+    assert dict(a.reader.documents) == dict(b.reader.documents)
+    assert list(a.reader.chunks) == list(b.reader.chunks)  # texts, pointers, breadcrumbs
+    assert a.reader.vectors.shape == b.reader.vectors.shape
+    np.testing.assert_allclose(a.reader.vectors, b.reader.vectors, atol=atol)
+    for doc_id in a.reader.documents:
+        assert a.reader.text(doc_id) == b.reader.text(doc_id)
+        assert a.reader.tree(doc_id).to_dict() == b.reader.tree(doc_id).to_dict()
 
 
 def test_sample_on_ray_equals_local_hash_embedder() -> None:
@@ -56,7 +56,7 @@ def test_sample_on_ray_equals_local_hash_embedder() -> None:
     assert len(remote) == 4
     assert events[-1].documents_done == events[-1].documents_total == 4
     assert events[-1].bytes_done == events[-1].bytes_total
-    assert events[-1].chunks_done == len(remote.chunks)
+    assert events[-1].chunks_done == len(remote.reader.chunks)
     assert [e.documents_done for e in events] == sorted(e.documents_done for e in events)
 
 
@@ -122,7 +122,7 @@ def test_pdfs_convert_on_ray_actors_alike(tmp_path: Path) -> None:
         built[executor] = idx, idx.update([docs], executor=make_executor(executor))
     (local, rep_local), (on_ray, rep_ray) = built["local"], built["ray"]
     assert rep_ray.skipped == rep_local.skipped and "broken.pdf" in rep_ray.skipped[0]
-    assert len(on_ray.documents["report.pdf"].pages) == 5
+    assert len(on_ray.reader.documents["report.pdf"].pages) == 5
     assert_same(local, on_ray)
 
 
@@ -130,7 +130,8 @@ def test_embedder_not_rebuildable_by_id_is_pickled_or_refused() -> None:
     custom = HashEmbedder(32)
     custom.model_id = "my-own-hash"  # no factory spec: shipped pickled
     idx = Index.build([SAMPLE], embedder=custom, executor=RayExecutor())
-    assert np.allclose(idx.vectors, Index.build([SAMPLE], embedder=HashEmbedder(32)).vectors)
+    assert np.allclose(idx.reader.vectors,
+                       Index.build([SAMPLE], embedder=HashEmbedder(32)).reader.vectors)
 
     class Unpicklable(HashEmbedder):
         def __init__(self) -> None:

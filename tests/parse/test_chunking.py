@@ -240,7 +240,8 @@ def test_an_index_chunks_with_its_embedders_tokenizer(tmp_path):
     idx = Index(embedder=WordsEmbedder(16))
     idx.add_text("r.md", text)
     assert idx.chunk_config == ChunkConfig.for_window(64)
-    assert len(idx.chunks) > 1 and all(len(c.embed_text.split()) <= 64 for c in idx.chunks)
+    assert len(idx.reader.chunks) > 1
+    assert all(len(c.embed_text.split()) <= 64 for c in idx.reader.chunks)
 
 
 # --- structure-guided chunks ------------------------------------------------------------------

@@ -85,9 +85,9 @@ def test_headerless_documents_are_retrieved_as_segments_sliced_from_the_source(
     text = _document(12)
     (tmp_path / name).write_text(text)
     idx = Index.build([tmp_path], embedder=HashEmbedder(256))
-    tree = idx.tree(name)
+    tree = idx.reader.tree(name)
     assert len(tree.nodes) >= 2 and all(n.start == n.body_start for n in tree.nodes)
-    assert all(c.node_id is not None for c in idx.chunks)
+    assert all(c.node_id is not None for c in idx.reader.chunks)
     res = idx.retrieve("which instruments record tremors beneath the crater rim", budget=2000)
     top = res.sections[0]
     assert top.node_id is not None and "crater rim" in top.text
@@ -98,13 +98,13 @@ def test_headerless_documents_are_retrieved_as_segments_sliced_from_the_source(
     # Reloaded from disk: the segments were saved with the index, not recomputed.
     idx.save(tmp_path / "idx")
     again = Index.load(tmp_path / "idx", embedder=HashEmbedder(256))
-    assert again.tree(name) == tree
+    assert again.reader.tree(name) == tree
 
 
 def test_windows_remain_available_for_headerless_documents(tmp_path: Path) -> None:
     (tmp_path / "notes.md").write_text(_document(12))
     idx = Index.build([tmp_path], embedder=HashEmbedder(256),
                       chunk_config=ChunkConfig(headerless="windows"))
-    assert all(c.node_id is None for c in idx.chunks)
+    assert all(c.node_id is None for c in idx.reader.chunks)
     res = idx.retrieve("which instruments record tremors beneath the crater rim", budget=500)
     assert res.sections and res.sections[0].node_id is None

@@ -33,9 +33,9 @@ def test_llm_summaries_are_extra_proxies_cached_by_content(
     config = ChunkConfig(summaries=True)
     idx = Index.build([root], embedder=HashEmbedder(256), chunk_config=config, index_llm=llm)
     plain = Index.build([root], embedder=HashEmbedder(256))
-    sections = {c.node_id for c in plain.chunks}
+    sections = {c.node_id for c in plain.reader.chunks}
     assert len(llm.prompts) == len(sections)  # one call per section with text
-    assert len(idx.chunks) == len(plain.chunks) + len(sections)
+    assert len(idx.reader.chunks) == len(plain.reader.chunks) + len(sections)
     assert all("Bronze impellers" not in p or "1.1 Impellers" in p for p in llm.prompts)
     # Only the summary says "zanzibar": a hit on it ranks its section, sliced from source.
     top = idx.retrieve("zanzibar", budget=2000).sections[0]

@@ -61,7 +61,7 @@ def test_a_one_line_section_is_packed_around_its_answer(hashed: Index, packing: 
 def test_every_kept_piece_is_verbatim_and_gaps_are_marked(hashed: Index) -> None:
     res = hashed.retrieve(QUESTION, budget=500)
     top = res.sections[0]
-    line = hashed.tree("manual.md").lines[top.end_line - 1]
+    line = hashed.reader.tree("manual.md").lines[top.end_line - 1]
     body = top.text.split("\n", 2)[2]  # after the heading and its blank line
     pieces = [p.strip() for p in body.replace("[…]", "\x00").split("\x00") if p.strip()]
     assert pieces and all(p in line for p in pieces)

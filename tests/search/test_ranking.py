@@ -57,17 +57,17 @@ def test_traverse_with_a_beam_of_one_follows_one_branch(index: Index) -> None:
 
 def test_collapsed_tree_adds_ancestors_that_carry_their_subtree_hits(index: Index) -> None:
     q = np.asarray(index.embedder.embed_query(PIPES_Q), np.float32)
-    rows = index.rows_for([DOC])
-    scores, found = index.dense_search(q, len(rows), rows=rows)
+    rows = index.reader.rows_for([DOC])
+    scores, found = index.reader.dense_search(q, len(rows), rows=rows)
     ranked = list(zip(found.tolist(), scores.tolist(), strict=True))
-    flat = group(index, ranked)
-    tree = index.tree(DOC)
+    flat = group(index.reader, ranked)
+    tree = index.reader.tree(DOC)
     pipes = next(n.node_id for n in tree.nodes if n.title == "Chapter 2: Pipes")
     assert pipes not in {c.node_id for c in flat}  # no chunk of its own
-    collapsed = {c.node_id: c for c in rank_nodes(index, flat, q, "collapsed")}
+    collapsed = {c.node_id: c for c in rank_nodes(index.reader, flat, q, "collapsed")}
     child_rows = {r for c in flat if c.node_id in tree.get(pipes).children for r in c.rows}
     assert set(collapsed[pipes].rows) == child_rows
-    assert rank_nodes(index, flat, q, "chunks") == flat
+    assert rank_nodes(index.reader, flat, q, "chunks") == flat
 
 
 def test_invalid_modes_and_packings_are_refused(index: Index) -> None:

@@ -22,7 +22,7 @@ def index() -> Index:
 
 def _lines(index: Index, doc_id: str, start: int, end: int) -> str:
     """1-based inclusive lines of the stored copy."""
-    return "".join(index.tree(doc_id).lines[start - 1 : end])
+    return "".join(index.reader.tree(doc_id).lines[start - 1 : end])
 
 
 def test_sections_are_whole_and_point_at_their_source(index: Index) -> None:
@@ -117,7 +117,7 @@ def test_plain_text_is_retrieved_as_a_topical_segment(index: Index) -> None:
     assert top.node_id is not None
     assert top.ref == f"plain_notes.txt#{top.node_id}"
     assert "Salinity readings" in top.text
-    assert top.text in index.text("plain_notes.txt")
+    assert top.text in index.reader.text("plain_notes.txt")
 
 
 def test_fallback_windows_are_used_directly() -> None:
@@ -128,7 +128,7 @@ def test_fallback_windows_are_used_directly() -> None:
     assert top.node_id is None
     assert top.ref == f"plain_notes.txt#L{top.start_line}-{top.end_line}"  # its lines
     assert "Salinity readings" in top.text
-    assert top.text in idx.text("plain_notes.txt")
+    assert top.text in idx.reader.text("plain_notes.txt")
 
 
 def test_noise_sections_are_never_returned(index: Index) -> None:
@@ -238,8 +238,8 @@ def test_stored_line_counts_give_exact_section_sizes(tmp_path: Path) -> None:
     idx.save(tmp_path / "idx")
     loaded = Index.load(tmp_path / "idx")
     for doc_id in sources:
-        counts = loaded.line_tokens(doc_id)
-        tree = loaded.tree(doc_id)
+        counts = loaded.reader.line_tokens(doc_id)
+        tree = loaded.reader.tree(doc_id)
         assert len(counts) == len(tree.lines)
         for node in tree:
             assert sum(counts[node.start:node.end]) == count_tokens(tree.section_text(node))
@@ -276,9 +276,9 @@ def test_relevance_is_the_best_chunks_cosine_in_0_1(index: Index) -> None:
     vec /= np.linalg.norm(vec)
     for s in res.sections:
         assert 0.0 <= s.relevance <= 1.0
-        rows = [r for r in index.rows_for([s.doc_id]).tolist()
-                if s.start_line - 1 <= index.chunks[r].start_line < s.end_line]  # 0-based
-        vectors = index.vectors_of(rows)
+        rows = [r for r in index.reader.rows_for([s.doc_id]).tolist()
+                if s.start_line - 1 <= index.reader.chunks[r].start_line < s.end_line]  # 0-based
+        vectors = index.reader.vectors_of(rows)
         best = max(0.0, float((vectors @ vec / np.linalg.norm(vectors, axis=1)).max()))
         assert s.relevance <= best + 1e-5  # at most the section's best chunk
     top = res.sections[0]

@@ -365,7 +365,8 @@ def test_inline_documents_are_committed_and_queried_next(site: Path,
                    json={"documents": [{"doc_id": "notes/lighthouse.md", "text": NEW_DOC}]})
     assert again.json()["unchanged"] == 1 and again.json()["generation"] == report["generation"]
     # A fresh service over the same store sees it: it was committed, not held in memory.
-    assert Index.load(site / "idx", embedder=HashEmbedder(64)).documents["notes/lighthouse.md"]
+    fresh = Index.load(site / "idx", embedder=HashEmbedder(64))
+    assert fresh.reader.documents["notes/lighthouse.md"]
 
 
 def test_paths_under_the_documents_folder_update_and_prune(site: Path) -> None:

@@ -92,7 +92,7 @@ async def test_stdio_tools_answer_with_the_service_payloads(index_dir: Path,
 
             section = _data(await session.call_tool("get_section", {"ref": hit["ref"]}))
             assert section == service.section_by_ref(hit["ref"])
-            lines = Index.load(index_dir).tree(hit["doc_id"]).lines
+            lines = Index.load(index_dir).reader.tree(hit["doc_id"]).lines
             assert section["text"] == "".join(lines[section["start_line"] - 1:
                                                     section["end_line"]])
 

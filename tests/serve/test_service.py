@@ -44,7 +44,7 @@ def test_not_found_messages_do_not_reveal_where_the_index_lives(service: Service
 def test_inline_documents_report_what_was_embedded(service: Service) -> None:
     first = service.add_documents(texts=[("notes/keepers.md", NEW_DOC)])
     assert first["added"] == ["notes/keepers.md"] and first["unchanged"] == 0
-    chunks = service.index.documents["notes/keepers.md"].n_chunks
+    chunks = service.index.reader.documents["notes/keepers.md"].n_chunks
     assert chunks >= 2 and first["embedded"] == chunks  # inline text is counted too
     again = service.add_documents(texts=[("notes/keepers.md", NEW_DOC)])
     assert again["unchanged"] == 1 and again["added"] == again["updated"] == []

@@ -66,7 +66,7 @@ def test_milvus_lite_lease_of_a_killed_writer_is_free_at_once(tmp_path: Path) ->
         child.kill()
         child.wait()
     store = open_store(loc)
-    assert sorted(Index.load(store).documents) == ["a.md"]
+    assert sorted(Index.load(store).reader.documents) == ["a.md"]
     with store.lock(timeout=0):  # at once, not IndexLockedError until the lease expires
         # ... and within this process the lease still excludes a second writer
         second = open_store(loc)
@@ -97,7 +97,7 @@ def test_milvus_staged_rows_do_not_change_committed_answers(tmp_path: Path) -> N
     nxt.add_texts(texts_of(7, all_states[4]).items())
     segment = nxt._segments.slots[0][0]  # one in-memory segment
     store = open_store(loc)
-    store._write_segment("seg-000099", 99, [segment.parts(d) for d in sorted(nxt.documents)],
+    store._write_segment("seg-000099", 99, [segment.parts(d) for d in sorted(nxt.reader.documents)],
                          have=set())
     store.conn.client().flush(store.conn.chunks)
     assert [answer_key(idx.retrieve(q).to_dict()) for q in QUESTIONS] == before

@@ -60,7 +60,7 @@ def test_a_loaded_index_queries_with_the_saved_bm25(saved: Path, monkeypatch) ->
     idx = Index.load(saved)
     got = idx.retrieve("Which ships may enter at high tide?", budget=500)
     assert [s.ref for s in got.sections] == [s.ref for s in expected.sections]
-    assert idx.lexical_search("high tide", 5)
+    assert idx.reader.lexical_search("high tide", 5)
 
 
 def test_a_segment_missing_its_bm25_is_reported(saved: Path) -> None:
@@ -74,10 +74,10 @@ def test_a_segment_missing_its_bm25_is_reported(saved: Path) -> None:
 
 def test_changing_an_index_searches_the_new_documents(saved: Path) -> None:
     idx = Index.load(saved, embedder=HashEmbedder(64))
-    assert idx.lexical_search("ferries", 5)
+    assert idx.reader.lexical_search("ferries", 5)
     idx.add_text("canal.md", "# Canal\n\nBarges carry grain along the canal locks.\n")
-    rows = [r for r, _ in idx.lexical_search("barges grain canal", 5)]
-    assert rows and idx.chunks[rows[0]].doc_id == "canal.md"
+    rows = [r for r, _ in idx.reader.lexical_search("barges grain canal", 5)]
+    assert rows and idx.reader.chunks[rows[0]].doc_id == "canal.md"
 
 
 def test_segments_score_with_corpus_wide_statistics(docs: Path, tmp_path: Path) -> None:
@@ -96,8 +96,8 @@ def test_segments_score_with_corpus_wide_statistics(docs: Path, tmp_path: Path) 
                           .read_text())["segments"]
     assert len(segments) == 2
     for q in ("ferries moor at the harbor", "apple trees pruned", "telescope mirror"):
-        a = [(whole.chunks[r].chunk_id, s) for r, s in whole.lexical_search(q, 5)]
-        b = [(split.chunks[r].chunk_id, s) for r, s in split.lexical_search(q, 5)]
+        a = [(whole.reader.chunks[r].chunk_id, s) for r, s in whole.reader.lexical_search(q, 5)]
+        b = [(split.reader.chunks[r].chunk_id, s) for r, s in split.reader.lexical_search(q, 5)]
         assert [c for c, _ in a[:3]] == [c for c, _ in b[:3]]
         # Scores differ only by each segment's own average chunk length.
         assert [s for _, s in b[:3]] == pytest.approx([s for _, s in a[:3]], rel=0.15)

@@ -77,12 +77,12 @@ def saved(request, sample_copy: Path, memory_index: Index, tmp_path_factory):
 # --- behaviour shared by both stores -------------------------------------------------------
 def test_round_trip_holds_the_same_contents(saved, memory_index: Index) -> None:
     _, _, idx = saved
-    assert dict(idx.documents) == dict(memory_index.documents)
-    assert list(idx.chunks) == list(memory_index.chunks)
-    np.testing.assert_allclose(idx.vectors, memory_index.vectors, atol=1e-6)
-    for d in memory_index.documents:
-        assert idx.text(d) == memory_index.text(d)
-        assert idx.tree(d).to_json() == memory_index.tree(d).to_json()
+    assert dict(idx.reader.documents) == dict(memory_index.reader.documents)
+    assert list(idx.reader.chunks) == list(memory_index.reader.chunks)
+    np.testing.assert_allclose(idx.reader.vectors, memory_index.reader.vectors, atol=1e-6)
+    for d in memory_index.reader.documents:
+        assert idx.reader.text(d) == memory_index.reader.text(d)
+        assert idx.reader.tree(d).to_json() == memory_index.reader.tree(d).to_json()
 
 
 @pytest.mark.parametrize("options", [
@@ -101,12 +101,12 @@ def test_milvus_hybrid_search_fuses_like_the_local_rule(saved, memory_index: Ind
     kind, _, idx = saved
     for q in QUESTIONS:
         v = np.asarray(memory_index.embedder.embed_query(q), np.float32)
-        fused = idx.fused_search(v, q, 30)
+        fused = idx.reader.fused_search(v, q, 30)
         if kind == "local":
             assert fused is None  # the local store fuses in the retriever
             continue
-        _, dense = memory_index.dense_search(v, 30)
-        lexical = [r for r, _ in memory_index.lexical_search(q, 30)]
+        _, dense = memory_index.reader.dense_search(v, 30)
+        lexical = [r for r, _ in memory_index.reader.lexical_search(q, 30)]
         expect = sorted(fuse_ranks((dense.tolist(), lexical)).items(), key=lambda t: (-t[1], t[0]))
         assert [r for r, _ in fused] == [r for r, _ in expect]
         assert [s for _, s in fused] == pytest.approx([s for _, s in expect], abs=1e-6)
@@ -115,12 +115,12 @@ def test_milvus_hybrid_search_fuses_like_the_local_rule(saved, memory_index: Ind
 def test_lexical_and_term_statistics_match(saved, memory_index: Index) -> None:
     _, _, idx = saved
     for q in QUESTIONS:
-        assert [r for r, _ in idx.lexical_search(q, 10)] == \
-            [r for r, _ in memory_index.lexical_search(q, 10)]
-        assert idx.term_weights(q) == pytest.approx(memory_index.term_weights(q))
-    assert idx.lexical_search("zzzz qqqq", 10) == []
-    rows = idx.rows_for(["2002.02070.md"])
-    found = idx.lexical_search("model results", 50, rows)
+        assert [r for r, _ in idx.reader.lexical_search(q, 10)] == \
+            [r for r, _ in memory_index.reader.lexical_search(q, 10)]
+        assert idx.reader.term_weights(q) == pytest.approx(memory_index.reader.term_weights(q))
+    assert idx.reader.lexical_search("zzzz qqqq", 10) == []
+    rows = idx.reader.rows_for(["2002.02070.md"])
+    found = idx.reader.lexical_search("model results", 50, rows)
     assert found and {r for r, _ in found} <= set(rows.tolist())
 
 
@@ -143,7 +143,7 @@ def test_update_prune_and_results_equal_a_fresh_build(kind: str, tmp_path: Path,
     assert len(report.unchanged) == 2
     fresh = Index.build([docs], root=str(docs), embedder=HashEmbedder(64))
     again = Index.load(loc, embedder=HashEmbedder(64))
-    assert sorted(again.documents) == sorted(fresh.documents)
+    assert sorted(again.reader.documents) == sorted(fresh.reader.documents)
     for q in [*QUESTIONS, "saffron harvest", "lighthouse keepers"]:
         a = again.retrieve(q)
         b = fresh.retrieve(q)
@@ -233,8 +233,8 @@ def test_large_sources_are_split_and_slice_exactly(tmp_path: Path) -> None:
     loc = _location("milvus", tmp_path)
     idx.save(loc)
     back = Index.load(loc, embedder=HashEmbedder(32))
-    assert back.text("big.md") == text
-    assert list(back.chunks) == list(idx.chunks)
+    assert back.reader.text("big.md") == text
+    assert list(back.reader.chunks) == list(idx.reader.chunks)
     r = back.retrieve("Tail end", RetrievalConfig(budget=4000))
     assert r.sections
     assert r.context == idx.retrieve("Tail end", RetrievalConfig(budget=4000)).context
@@ -258,8 +258,9 @@ def test_several_segments_and_deleted_documents(tmp_path: Path, sample_copy: Pat
     same = [a[0][:3] == b[0][:3] for a, b in zip(_answers(back), _answers(fresh), strict=True)]
     assert sum(same) >= len(same) - 1
     q = fresh.embedder.embed_query("model")
-    got = idx.dense_search(np.asarray(q), 20)[1]
-    assert {idx.pointers(got.tolist())[i][0] for i in range(len(got))} <= set(fresh.documents)
+    got = idx.reader.dense_search(np.asarray(q), 20)[1]
+    assert ({idx.reader.pointers(got.tolist())[i][0] for i in range(len(got))}
+            <= set(fresh.reader.documents))
 
 
 def test_unreachable_corrupt_and_missing_locations(tmp_path: Path) -> None:
@@ -368,7 +369,7 @@ def test_converted_pdf_keeps_its_pages_in_milvus(tmp_path: Path) -> None:
         loc = _location(kind, tmp_path)
         update_directory(loc, [docs], embedder=HashEmbedder(64))
         idx = Index.load(open_store(loc))
-        rec = idx.documents["report.pdf"]
+        rec = idx.reader.documents["report.pdf"]
         res = idx.retrieve("flood insurance insurer claim", budget=4000, k=8)
         got[kind] = (rec.pages, rec.converter, [(s.ref, s.pages) for s in res.sections],
                      idx.section("report.pdf#p4").text)
@@ -393,8 +394,9 @@ def test_a_staged_build_is_inserted_in_batches_with_progress(tmp_path: Path, sam
     loc = _location("milvus", tmp_path)
     with caplog.at_level("INFO", logger="proxy_pointer.stores.milvus"):
         idx, report = update_directory(loc, [sample_copy], embedder=HashEmbedder(64))
-    assert sum(inserts) == report.chunks == len(idx.chunks) and max(inserts) == 20
+    assert sum(inserts) == report.chunks == len(idx.reader.chunks) and max(inserts) == 20
     lines = [r.getMessage() for r in caplog.records]
     assert lines and all(f"of {report.chunks} chunk rows inserted" in m for m in lines)
     again = Index.load(loc, embedder=HashEmbedder(64))
-    assert again.chunks == Index.build([sample_copy], embedder=HashEmbedder(64)).chunks
+    built = Index.build([sample_copy], embedder=HashEmbedder(64))
+    assert again.reader.chunks == built.reader.chunks

@@ -61,8 +61,8 @@ def _corpus(folder: Path, n: int = 12) -> Path:
 
 
 def _contents(idx: Index) -> tuple:
-    return (sorted((d, r.sha256, r.title, r.n_chunks) for d, r in idx.documents.items()),
-            list(idx.chunks), idx.vectors.tobytes())
+    return (sorted((d, r.sha256, r.title, r.n_chunks) for d, r in idx.reader.documents.items()),
+            list(idx.reader.chunks), idx.reader.vectors.tobytes())
 
 
 def test_disk_staging_gives_the_index_memory_staging_gives(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_disk_staging_gives_the_index_memory_staging_gives(tmp_path: Path) -> No
     disk.staging_dir = tmp_path / "scratch"
     disk.staging_dir.mkdir()
     report = disk.update([docs], workers=0, batch_bytes=600)  # many batches
-    assert report.added == tuple(sorted(mem.documents))
+    assert report.added == tuple(sorted(mem.reader.documents))
     assert [type(s).__name__ for s, _ in disk._segments.slots] == ["DiskSegment"]
     assert list(disk.staging_dir.glob(".staging-*"))  # read from there until saved
     assert _contents(disk) == _contents(mem)
@@ -95,15 +95,15 @@ def test_identical_texts_are_embedded_once_and_the_counts_add_up(tmp_path: Path)
     idx, report = update_directory(tmp_path / "idx", [docs], embedder=emb, workers=0,
                                    batch_bytes=500)
     assert max(emb.seen.values()) == 1  # the shared disclaimer too, across batches
-    texts = [c.embed_text for c in idx.chunks]
+    texts = [c.embed_text for c in idx.reader.chunks]
     assert report.embedded == len(set(texts)) == len(emb.seen)
     assert report.reused == 0
     assert report.deduplicated == len(texts) - len(set(texts)) >= 7
     # every copy of a text got the vector of the one embedded
     by_text: dict[str, np.ndarray] = {}
-    for text, vec in zip(texts, idx.vectors, strict=True):
+    for text, vec in zip(texts, idx.reader.vectors, strict=True):
         np.testing.assert_array_equal(by_text.setdefault(text, vec), vec)
-    np.testing.assert_array_equal(idx.vectors, HashEmbedder(64).embed_documents(texts))
+    np.testing.assert_array_equal(idx.reader.vectors, HashEmbedder(64).embed_documents(texts))
 
     # A changed document keeps the vectors of its unchanged chunks.
     paper = docs / "paper03.md"
@@ -148,23 +148,23 @@ def test_a_run_that_fails_midway_leaves_the_index_and_the_folder_as_they_were(
     assert 0 < sum(emb.seen.values())
     assert current_generation(target) == gen
     assert sorted(p.relative_to(target) for p in target.rglob("*")) == files
-    assert sorted(Index.load(target, embedder=HashEmbedder(64)).documents) == ["paper00.md"]
+    assert sorted(Index.load(target, embedder=HashEmbedder(64)).reader.documents) == ["paper00.md"]
 
 
 def test_a_streamed_segment_builds_the_ivf_the_whole_matrix_builds(tmp_path: Path) -> None:
     docs = _corpus(tmp_path / "docs", n=40)
     idx = Index(embedder=HashEmbedder(64))
     idx.update([docs], workers=0)
-    parts = [idx._segments.segment_of(d).parts(d) for d in sorted(idx.documents)]
+    parts = [idx._segments.segment_of(d).parts(d) for d in sorted(idx.reader.documents)]
     config = VectorIndexConfig(kind="ivf", nlist=4)
     write_segment(tmp_path / "seg", parts, dimension=64, config=config)
     with NpyRows(tmp_path / "seg" / "vectors.npy") as rows:
-        assert rows.shape == idx.vectors.shape
-        np.testing.assert_array_equal(rows[:], idx.vectors)
-        np.testing.assert_array_equal(rows[[3, 0, 7]], idx.vectors[[3, 0, 7]])
+        assert rows.shape == idx.reader.vectors.shape
+        np.testing.assert_array_equal(rows[:], idx.reader.vectors)
+        np.testing.assert_array_equal(rows[[3, 0, 7]], idx.reader.vectors[[3, 0, 7]])
     streamed = faiss.read_index(str(tmp_path / "seg" / "ivf.faiss"))
-    whole = build_approximate(idx.vectors, config, "ivf")
-    q = idx.vectors[:5]
+    whole = build_approximate(idx.reader.vectors, config, "ivf")
+    q = idx.reader.vectors[:5]
     for index in (streamed, whole):
         index.nprobe = 4
     assert [a.tolist() for a in streamed.search(q, 5)] == [a.tolist() for a in whole.search(q, 5)]
@@ -174,13 +174,13 @@ def test_segment_writer_reads_back_rows_and_cleans_up_when_aborted(tmp_path: Pat
     docs = _corpus(tmp_path / "docs", n=3)
     idx = Index(embedder=HashEmbedder(64))
     idx.update([docs], workers=0)
-    parts = [idx._segments.segment_of(d).parts(d) for d in sorted(idx.documents)]
+    parts = [idx._segments.segment_of(d).parts(d) for d in sorted(idx.reader.documents)]
     writer = SegmentWriter(tmp_path / "seg", dimension=64, config=VectorIndexConfig(),
                            sources=tmp_path / "sources")
     starts = [writer.add(p) for p in parts]
-    assert starts[0] == 0 and writer.n_rows == len(idx.chunks)
+    assert starts[0] == 0 and writer.n_rows == len(idx.reader.chunks)
     np.testing.assert_array_equal(writer.vectors([starts[1], 0]),
-                                  idx.vectors[[starts[1], 0]])
+                                  idx.reader.vectors[[starts[1], 0]])
     assert sorted(p.name for p in (tmp_path / "sources").iterdir()) == sorted(
         p.record.sha256 for p in parts)
     with pytest.raises(ValueError, match="vectors for"):
@@ -198,7 +198,7 @@ def test_an_update_with_nothing_new_leaves_no_staging_folder(tmp_path: Path) -> 
     (docs / "paper02.md").unlink()
     idx, report = update_directory(target, [docs], embedder=HashEmbedder(64), prune=True)
     assert report.removed == ("paper02.md",) and not report.added and not report.updated
-    assert sorted(idx.documents) == ["paper00.md", "paper01.md"]
+    assert sorted(idx.reader.documents) == ["paper00.md", "paper01.md"]
     assert not list(target.glob(".staging-*"))
     _, report = update_directory(target, [docs], embedder=HashEmbedder(64))
     assert report.unchanged == ("paper00.md", "paper01.md")

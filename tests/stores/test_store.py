@@ -96,7 +96,7 @@ def test_layout_and_generations(saved: Path, docs: Path, monkeypatch) -> None:
     update_directory(saved, [docs], embedder=HashEmbedder(64))
     assert sorted(p.name for p in saved.glob("gen-*")) == ["gen-000002", "gen-000003"]
     assert len(list((saved / "sources").iterdir())) == 4
-    assert Index.load(saved).text("harbor.md").endswith("Again.\n")
+    assert Index.load(saved).reader.text("harbor.md").endswith("Again.\n")
 
 
 def test_small_segments_are_merged_and_big_ones_kept(saved: Path, docs: Path,
@@ -113,7 +113,7 @@ def test_small_segments_are_merged_and_big_ones_kept(saved: Path, docs: Path,
     assert len(names) == 2 and names[0] == first.name
     assert json.loads((_segments(saved)[1] / "segment.json").read_text())["documents"] == 3
     idx = Index.load(saved)
-    assert sorted(idx.documents) == sorted([*base.documents, "extra0.md", "extra1.md",
+    assert sorted(idx.reader.documents) == sorted([*base.reader.documents, "extra0.md", "extra1.md",
                                             "extra2.md"])
     assert idx.retrieve("lanterns", doc_ids=["extra1.md"]).sections
 
@@ -121,16 +121,16 @@ def test_small_segments_are_merged_and_big_ones_kept(saved: Path, docs: Path,
 def test_a_reader_keeps_its_generation_while_writers_commit(saved: Path, docs: Path) -> None:
     reader = Index.load(saved)
     expected = [s.ref for s in reader.retrieve("Which ships may enter at high tide?").sections]
-    harbor = reader.text("harbor.md")
+    harbor = reader.reader.text("harbor.md")
     (docs / "harbor.md").unlink()
     (docs / "canal.md").write_text("# Canal\n\nBarges carry grain through the locks. " * 3)
     update_directory(saved, [docs], embedder=HashEmbedder(64), prune=True)
     (docs / "orchard.md").write_text("# Orchard\n\nRewritten entirely about pears. " * 3)
     update_directory(saved, [docs], embedder=HashEmbedder(64), prune=True)
-    assert "harbor.md" not in Index.load(saved).documents
+    assert "harbor.md" not in Index.load(saved).reader.documents
     # The reader opened generation 1: same documents, same text, same answers.
-    assert "harbor.md" in reader.documents and "canal.md" not in reader.documents
-    assert reader.text("harbor.md") == harbor
+    assert "harbor.md" in reader.reader.documents and "canal.md" not in reader.reader.documents
+    assert reader.reader.text("harbor.md") == harbor
     assert [s.ref for s in reader.retrieve("Which ships may enter at high tide?").sections] \
         == expected
 
@@ -138,7 +138,7 @@ def test_a_reader_keeps_its_generation_while_writers_commit(saved: Path, docs: P
 def test_empty_index_round_trips(tmp_path: Path) -> None:
     Index(embedder=HashEmbedder(16)).save(tmp_path / "idx")
     idx = Index.load(tmp_path / "idx")
-    assert len(idx) == 0 and idx.vectors.shape == (0, 16)
+    assert len(idx) == 0 and idx.reader.vectors.shape == (0, 16)
     assert idx.retrieve("anything").sections == ()
 
 
@@ -151,8 +151,8 @@ def test_unusual_characters_survive(tmp_path: Path) -> None:
     idx.add_text("odd name #1.md", text)
     idx.save(tmp_path / "idx")
     loaded = Index.load(tmp_path / "idx")
-    assert loaded.text("odd name #1.md") == text
-    assert loaded.chunks == idx.chunks
+    assert loaded.reader.text("odd name #1.md") == text
+    assert loaded.reader.chunks == idx.reader.chunks
 
 
 # --- locking -----------------------------------------------------------------------------
@@ -225,7 +225,7 @@ print("DONE", flush=True)
 def test_killed_writer_leaves_previous_generation(stage: str, saved: Path, docs: Path,
                                                   monkeypatch) -> None:
     before = Index.load(saved)
-    old_harbor = before.text("harbor.md")
+    old_harbor = before.reader.text("harbor.md")
     (docs / "harbor.md").write_text(old_harbor.replace("Tides", "Tide windows"))
     (docs / "orchard.md").unlink()
     (docs / "new.md").write_text("# Lanterns\n\n" + "Paper lanterns float on the river. " * 5)
@@ -257,10 +257,10 @@ def test_killed_writer_leaves_previous_generation(stage: str, saved: Path, docs:
     assert _gen(saved).name == "gen-000001"
 
     after = Index.load(saved)
-    assert sorted(after.documents) == ["harbor.md", "observatory.md", "orchard.md"]
-    assert after.text("harbor.md") == old_harbor
-    assert after.chunks == before.chunks
-    np.testing.assert_array_equal(after.vectors, before.vectors)
+    assert sorted(after.reader.documents) == ["harbor.md", "observatory.md", "orchard.md"]
+    assert after.reader.text("harbor.md") == old_harbor
+    assert after.reader.chunks == before.reader.chunks
+    np.testing.assert_array_equal(after.reader.vectors, before.reader.vectors)
 
     # The next writer succeeds and collects the dead writer's leftovers.
     monkeypatch.setattr(local_store, "GRACE_SECONDS", 0.0)
@@ -273,7 +273,7 @@ def test_killed_writer_leaves_previous_generation(stage: str, saved: Path, docs:
     assert not list(saved.glob(".staging-*"))  # the dead writer's and this one's
     assert sorted(p.name for p in (saved / "segments").iterdir()) == sorted(
         {p.name for p in _segments(saved)} | {"seg-000001"})
-    assert sorted(Index.load(saved).documents) == ["harbor.md", "new.md", "observatory.md"]
+    assert sorted(Index.load(saved).reader.documents) == ["harbor.md", "new.md", "observatory.md"]
 
 
 # --- bad input ---------------------------------------------------------------------------
@@ -318,10 +318,10 @@ def test_missing_segment_or_source(saved: Path) -> None:
     data = source.read_bytes()
     source.write_bytes(b"\xff" + data)
     with pytest.raises(IndexCorruptError, match=r"stored copy is damaged"):
-        [idx.text(d) for d in idx.documents]
+        [idx.reader.text(d) for d in idx.reader.documents]
     source.unlink()
     with pytest.raises(IndexCorruptError, match=r"stored copy of a document is missing"):
-        [Index.load(saved).text(d) for d in idx.documents]
+        [Index.load(saved).reader.text(d) for d in idx.reader.documents]
     source.write_bytes(data)
     seg.rename(seg.with_name("elsewhere"))
     with pytest.raises(IndexCorruptError, match=r"seg-000001: segment named by gen-000001 is"):

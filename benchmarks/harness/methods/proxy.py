@@ -149,7 +149,7 @@ class ProxyPointerMethod:
         index.save(location)
         size = dir_bytes(tmp)
         index = Index.load(location, embedder=embedder)
-        stats = BuildStats(seconds=seconds, units=len(index.chunks),
+        stats = BuildStats(seconds=seconds, units=len(index.reader.chunks),
                            embed_texts=embedder.texts - texts0,
                            embed_computed=embedder.computed - computed0, index_bytes=size)
         _BUILT[key] = _Built(index, stats)
@@ -171,12 +171,12 @@ def shown_pages(index: Any, section: Any) -> tuple[tuple[int, int], ...]:
     the text is looked up among the section's source lines (in order; a line cut short or
     ellipsized by its longest part), and the page it starts on is the converter's. ``()``
     for a document without pages."""
-    starts = index.documents[section.doc_id].pages
+    starts = index.reader.documents[section.doc_id].pages
     if not starts:
         return ()
     from proxy_pointer.convert import page_of
 
-    lines = index.tree(section.doc_id).lines
+    lines = index.reader.tree(section.doc_id).lines
     cursor, hi = section.start_line - 1, min(section.end_line, len(lines))
     marks: list[tuple[int, int]] = []
     offset = 0
