@@ -356,18 +356,7 @@ class Index:
                                         self._reader.text(d),
                                         pages=docs[d].pages, converter=docs[d].converter)
                                  for d in stored if d not in named]
-        scratch = self.staging_dir
-        if scratch is None and sources and source_bytes(sources) > SPILL_BYTES:
-            scratch = Path(tempfile.gettempdir())
-        staging: MemoryStaging | DiskStaging
-        if scratch is None:
-            staging = MemoryStaging(self.embedder.dimension)
-        else:
-            # A segment keeps its documents in doc id order: stream them in that order
-            # (the last of repeated ids wins, as in memory).
-            sources = sorted({s.doc_id: s for s in sources}.values(), key=lambda s: s.doc_id)
-            staging = DiskStaging(scratch, dimension=self.embedder.dimension,
-                                  config=self.vector_config)
+        sources, staging = self._staging(sources)
         labelled = Labelling(staging, meta, self._segments)
         try:
             run = ingest(
@@ -418,6 +407,22 @@ class Index:
             chunks=self._segments.n_rows, embedded=run.embedded, reused=run.reused,
             deduplicated=run.deduplicated, timings=timings,
         )
+
+    def _staging(self, sources: list[Source]
+                 ) -> tuple[list[Source], MemoryStaging | DiskStaging]:
+        """Where an update stages ``sources``: in memory, or streamed into a segment in
+        :attr:`staging_dir` (the temporary folder past :data:`SPILL_BYTES` of text), with
+        the sources in the order that staging reads them."""
+        scratch = self.staging_dir
+        if scratch is None and sources and source_bytes(sources) > SPILL_BYTES:
+            scratch = Path(tempfile.gettempdir())
+        if scratch is None:
+            return sources, MemoryStaging(self.embedder.dimension)
+        # A segment keeps its documents in doc id order: stream them in that order (the
+        # last of repeated ids wins, as in memory).
+        ordered = sorted({s.doc_id: s for s in sources}.values(), key=lambda s: s.doc_id)
+        return ordered, DiskStaging(scratch, dimension=self.embedder.dimension,
+                                    config=self.vector_config)
 
     def _stored_vectors(self, doc_id: str) -> Iterable[tuple[str, np.ndarray]]:
         """``(embed_text, vector)`` of a stored document's chunks, for reuse on re-chunking."""
