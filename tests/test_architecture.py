@@ -230,3 +230,34 @@ def test_no_private_names_cross_modules() -> None:
 def test_no_module_is_a_grab_bag() -> None:
     sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in _modules()}
     assert {name: n for name, n in sizes.items() if n > 600} == {}
+
+
+def test_no_function_is_a_grab_bag() -> None:
+    """A function that does one thing reads in one screen: none over 80 lines."""
+    long = {}
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > 80:
+                    long[f"{path.relative_to(PACKAGE)}:{node.name}"] = lines
+    assert long == {}
+
+
+def test_the_root_holds_entry_points_and_shared_modules_only() -> None:
+    """Stages live in their packages; the root keeps at most 15 modules (the public entry
+    points and the few modules every layer uses)."""
+    root = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(root) <= 15, root
+
+
+def test_benchmarks_do_not_edit_the_import_path() -> None:
+    """The benchmarks are a package run with ``python -m benchmarks.X`` from the root; none
+    reaches for another checkout by editing ``sys.path``."""
+    bench = PACKAGE.parent / "benchmarks"
+    edits = [f"{p.relative_to(bench)}:{node.lineno}"
+             for p in sorted(bench.rglob("*.py"))
+             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Attribute) and node.attr == "path"
+             and isinstance(node.value, ast.Name) and node.value.id == "sys"]
+    assert edits == []
