@@ -7,18 +7,15 @@ and returns an :class:`Answer` whose citations have been parsed and checked agai
 sections actually given: a citation of a section that was not retrieved, or of lines outside
 it, is reported in ``Answer.invalid_citations`` instead of being trusted.
 
-The LLM backends live in :mod:`proxy_pointer.llm`. Example (any object with ``model_id``
-and ``generate`` is an LLM)::
+The LLM backends live in :mod:`proxy_pointer.llm` (any object with ``model_id`` and
+``generate`` is an LLM). Example, with the scripted test double::
 
-    >>> from proxy_pointer.llm import LLMReply
+    >>> from proxy_pointer.llm import ScriptedLLM
     >>> from proxy_pointer.search.sections import Section
-    >>> class Echo:
-    ...     model_id = "echo"
-    ...     def generate(self, prompt, *, system=None):
-    ...         return LLMReply("Adam is used [p.md#0001, lines 2-3].", 10, 5, "echo")
     >>> s = Section("p.md", "0001", "Training", ("Paper", "Training"), 1, 3,
     ...             "## Training\\nWe use Adam\\nwith warmup.\\n", 1.0)
-    >>> answer = synthesize("Which optimizer?", [s], Echo())
+    >>> llm = ScriptedLLM("Adam is used [p.md#0001, lines 2-3].")
+    >>> answer = synthesize("Which optimizer?", [s], llm)
     >>> answer.grounded, [c.ref for c in answer.citations]
     (True, ['p.md#0001'])
 """
@@ -36,6 +33,7 @@ from ..errors import ConfigError
 from ..llm.base import LLM
 from ..parse.tree import split_lines
 from ..refs import Ref
+from .config import check_question
 from .sections import Section
 
 __all__ = [
@@ -106,8 +104,7 @@ def build_prompt(question: str, sections: Sequence[Section]) -> tuple[str, str]:
     :data:`NOT_IN_SECTIONS` when the answer is not there. Raises ConfigError on an empty
     question.
     """
-    if not question.strip():
-        raise ConfigError("the question is empty")
+    check_question(question)
     blocks = []
     for section in sections:
         attrs = f'id="{section.ref}" lines="{section.start_line}-{section.end_line}"'
@@ -351,8 +348,7 @@ def synthesize(question: str, sections: Sequence[Section], llm: LLM) -> Answer:
     empty question.
     """
     sections = tuple(sections)
-    if not question.strip():
-        raise ConfigError("the question is empty")
+    check_question(question)
     if not sections:
         return Answer(
             question,
