@@ -61,6 +61,7 @@ _LAZY = {
     "GeminiLLM": "llm",
     "LLMReply": "llm",
     "OpenAICompatibleLLM": "llm",
+    "ScriptedLLM": "llm",
     "make_llm": "llm",
     "NoiseConfig": "parse.noise",
     "classify_noise": "parse.noise",
@@ -97,7 +98,7 @@ if TYPE_CHECKING:
     )
     from .index import Index, UpdateReport
     from .ingest import IngestProgress
-    from .llm import LLM, GeminiLLM, LLMReply, OpenAICompatibleLLM, make_llm
+    from .llm import LLM, GeminiLLM, LLMReply, OpenAICompatibleLLM, ScriptedLLM, make_llm
     from .parse.chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
     from .parse.noise import NoiseConfig, classify_noise
     from .parse.tree import Node, Tree, TreeConfig, build_tree, format_tree
@@ -159,6 +160,7 @@ __all__ = [
     "Retrieval",
     "RetrievalConfig",
     "Retriever",
+    "ScriptedLLM",
     "Section",
     "SentenceTransformerEmbedder",
     "SourceFile",
