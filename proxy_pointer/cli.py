@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
-    from .search.retrieval import Retrieval, RetrievalConfig
+    from .search.retrieval import Retrieval
     from .serve.service import Service
 
 from . import defaults, progress
 from .access import Access, read_metadata_file, read_tokens
 from .errors import ConfigError, DocumentError, NotFoundError, ProxyPointerError
-from .search.config import EXPANDS, MODES, PACKINGS
+from .search.config import EXPANDS, MODES, PACKINGS, RetrievalConfig
 
 __all__ = ["main"]
 
@@ -346,8 +346,6 @@ def _retrieval_config(service: Service, args: argparse.Namespace) -> RetrievalCo
     """The retrieval options given (the CLI's user may set every one, unbounded by the
     servers' request limits), with ``--doc`` ids resolved among the documents the view
     sees; :class:`NotFoundError` naming ``--index`` for any other."""
-    from .search.retrieval import RetrievalConfig
-
     view = Access.of(args.principal, args.where)
     doc_ids: list[str] = []
     for given in args.doc or ():  # as HTTP and MCP resolve them: also without the suffix
