@@ -146,20 +146,18 @@ class Service:
         """Sections for ``question``: :meth:`Retrieval.to_dict
         <proxy_pointer.search.retrieval.Retrieval.to_dict>`, the payload ``query --json`` prints."""
         question = check_question(question, self.limits)
-        with self.pinned() as idx:
-            return idx.retrieve(question, self.config(access=access, **options)).to_dict()
+        with self.pinned():
+            return self.retrieve(question, self.config(access=access, **options)).to_dict()
 
     def ask(self, question: str, *, access: Access = ANONYMOUS, **options: Any
             ) -> dict[str, Any]:
         """An answer with checked citations (``ask --json``, :meth:`Index.ask
         <proxy_pointer.index.Index.ask>`); :class:`UnavailableError` when no LLM is
         configured."""
-        if self.llm is None:
-            raise UnavailableError("no LLM is configured: start the server with --llm "
-                                   "(or set GEMINI_API_KEY / PROXY_POINTER_LLM)")
+        llm = self._llm()  # before the question: no LLM is the server's state, not the request's
         question = check_question(question, self.limits)
-        with self.pinned() as idx:
-            return idx.ask(question, self.llm, self.config(access=access, **options)).to_dict()
+        with self.pinned():
+            return self.answer(question, self.config(access=access, **options), llm).to_dict()
 
     def documents(self, *, access: Access = ANONYMOUS) -> list[dict[str, Any]]:
         """Every document ``access`` sees: ``doc_id``, ``title``, ``kind``, ``size``,
@@ -327,10 +325,16 @@ class Service:
         """:meth:`retrieve`, then an answer with checked citations from ``llm`` (default:
         the service's); :class:`UnavailableError` when there is neither. :meth:`ask` is
         the request form."""
-        llm = llm if llm is not None else self.llm
-        if llm is None:
-            raise UnavailableError("no LLM is configured")
-        return self.index.ask(question, llm, config)
+        return self.index.ask(question, self._llm(llm), config)
+
+    def _llm(self, llm: LLM | None = None) -> LLM:
+        """``llm``, else the service's; :class:`UnavailableError` when there is neither."""
+        if llm is not None:
+            return llm
+        if self.llm is None:
+            raise UnavailableError("no LLM is configured: start the server with --llm "
+                                   "(or set GEMINI_API_KEY / PROXY_POINTER_LLM)")
+        return self.llm
 
 
 def describe_invalid(errors: Any, *, whole: str = "body") -> str:
