@@ -64,18 +64,11 @@ ADVISORY = ("positive_data_acceptance",)
 SAMPLES = 3
 
 
-class CitingLLM:
-    """An in-process LLM for ``/ask``: cites the first line of the first section given."""
-
-    model_id = "fuzz-citing"
-
-    def generate(self, prompt: str, *, system: str | None = None) -> Any:
-        from proxy_pointer.llm.base import LLMReply
-
-        m = re.search(r'<section id="([^"]+)" lines="(\d+)-\d+"', prompt)
-        text = (f"The sections say so [{m.group(1)}, line {m.group(2)}]." if m
-                else "The answer is not in the sections.")
-        return LLMReply(text, len(prompt) // 4, 10, self.model_id)
+def _cite_first_line(prompt: str) -> str:
+    """A reply for ``/ask`` that cites the first line of the first section given."""
+    m = re.search(r'<section id="([^"]+)" lines="(\d+)-\d+"', prompt)
+    return (f"The sections say so [{m.group(1)}, line {m.group(2)}]." if m
+            else "The answer is not in the sections.")
 
 
 class ServerErrors(logging.Handler):
@@ -338,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     import schemathesis
 
     from proxy_pointer.access import Access
+    from proxy_pointer.llm import ScriptedLLM
     from proxy_pointer.serve.http import create_app
     from proxy_pointer.serve.service import Service
 
@@ -350,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     admin, reader = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
     try:
         docs = build_site(work)
-        service = Service(work / "idx", llm=CitingLLM())
+        llm = ScriptedLLM(_cite_first_line, model_id="fuzz-citing")
+        service = Service(work / "idx", llm=llm)
         app = create_app(service, token=admin, docs_root=docs,
                          tokens={reader: Access(frozenset({"hr"}))})
         server, thread, base = serve(app)
