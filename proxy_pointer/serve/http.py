@@ -125,7 +125,7 @@ def create_app(service: Service, *, token: str | None = None,
     app.add_middleware(Guard, max_body=service.limits.max_body_bytes,
                        generation=current_generation)
     install_error_handlers(app)
-    for router in (routes.search_routes(service, service.limits),
+    for router in (routes.search_routes(service),
                    routes.document_routes(service), routes.section_routes(service),
                    routes.health_routes(service), routes.index_routes(service, root)):
         app.include_router(router)

@@ -16,7 +16,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
 from ..access import Access
-from ..search.config import Limits
 from .http_auth import Auth
 from .http_models import IndexRequest, query_request
 from .service import Service
@@ -60,11 +59,11 @@ def _question(body: Any) -> tuple[str, dict[str, Any]]:
     return body.question, body.model_dump(exclude_none=True, exclude={"question"})
 
 
-def search_routes(service: Service, limits: Limits) -> APIRouter:
-    """``POST /query`` and ``POST /ask``, their bodies within ``limits`` (the model is
-    built per service, so the type checker cannot follow it)."""
+def search_routes(service: Service) -> APIRouter:
+    """``POST /query`` and ``POST /ask``, their bodies within the service's limits (the
+    model is built per service, so the type checker cannot follow it)."""
     router = APIRouter()
-    QueryRequest = query_request(limits)
+    QueryRequest = query_request(service.limits)
 
     @router.post("/query", summary="Sections for a question, with pointers")
     def query(body: QueryRequest, request: Request,  # type: ignore[valid-type]
