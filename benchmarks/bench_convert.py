@@ -141,15 +141,18 @@ SWEEP = {"HEADING_SIZE": (1.05, 1.1, 1.15, 1.25, 1.4), "TITLE_SIZE": (1.15, 1.3,
 def sensitivity(out_dir: Path) -> int:
     """Headings, Item share and titles over the filings as each constant moves alone."""
     from proxy_pointer.convert import pdf as module
+    from proxy_pointer.convert import pdf_layout, pdf_lines
+
+    home = {name: pdf_layout if hasattr(pdf_layout, name) else pdf_lines for name in SWEEP}
 
     paths = sorted(DOCS.glob("*.pdf"))
     texts = {p.name: plain_pages(p)[0] for p in paths}
     wanted = {name: expected_items(t) for name, t in texts.items()}
     rows = []
     for name, values in SWEEP.items():
-        default = getattr(module, name)
+        default = getattr(home[name], name)
         for value in values:
-            setattr(module, name, value)
+            setattr(home[name], name, value)
             try:
                 n_headings = titled = 0
                 shares, pages_total, footers = [], 0, 0
@@ -170,7 +173,7 @@ def sensitivity(out_dir: Path) -> int:
                     counts = Counter(ln for ln in lines if ln and not ln.startswith("#"))
                     footers += sum(1 for c in counts.values() if c >= max(3, conv.pages / 3))
             finally:
-                setattr(module, name, default)
+                setattr(home[name], name, default)
             rows.append({"constant": name, "value": value, "default": value == default,
                          "headings": n_headings,
                          "headings_per_page": round(n_headings / pages_total, 3),

@@ -1,0 +1,181 @@
+"""Reading a PDF's text lines with pypdfium2, and the line tests the PDF modules share.
+
+* **Lines.** Each page's text is read once (``FPDFText_GetText``); for every line only its
+  first and last glyph are sampled (box, font name, weight), which keeps the converter at
+  hundreds of pages a second. Pages are opened and closed one at a time; only lines are kept.
+* **Noise.** Lines that repeat at the top or bottom of many pages (digits ignored, so "Page
+  3 of 90" repeats) and lone page numbers there are running headers and footers: dropped.
+* **Contents pages.** A page dominated by lines ending in a page number, or titled
+  "Contents", is a table of contents.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import pypdfium2 as pdfium  # type: ignore[import-untyped]
+import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
+
+__all__ = ["BULLET", "CELL", "TOC_TITLE", "Line", "Reader", "alnum", "drop_running_lines",
+           "is_table_row", "is_toc_line", "is_toc_page", "numbers"]
+
+_BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|,b", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![A-Za-z])\(?\$?\d[\d,.]*\)?%?(?![A-Za-z])")
+_PAGE_NUMBER = re.compile(r"^(?:page\s+)?[-–—]?\s*(?:\d{1,4}|[ivxlc]{1,7})\s*[-–—]?"
+                          r"(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)
+_PAGE_REF = re.compile(r"(?:\s*\.{2,}\s*|\s+)(?:\d{1,4}|[ivxlc]{1,6})$")
+TOC_TITLE = re.compile(r"^(?:table\s+of\s+)?contents$|^index$", re.IGNORECASE)
+BULLET = re.compile(r"^(?:[•▪●◦\-–*]|\(?[a-z0-9]{1,3}\)|\d{1,2}\.)\s")
+CELL = re.compile(r"^(?:\(?\$?\d[\d,.]*\)?%?|[-–—]+|n/?m|n/?a)$", re.IGNORECASE)
+_CURRENCY = {"$", "€", "£", "%"}
+_EDGE = 3  # lines at the top and bottom of a page that may be running headers/footers
+RUNNING_SHARE = 0.2  # share of text pages (and at least 3) an edge line repeats on to be noise
+
+
+@dataclass(slots=True)
+class Line:
+    """One text line of a page. Positions in points from the page's top-left corner."""
+
+    text: str
+    page: int  # 0-based
+    size: float  # height of the first glyph's loose box: the effective font size
+    bold: bool  # first and last glyph in a bold font
+    top: float
+    bottom: float
+    heading: int = 0  # Markdown level once chosen as a heading
+    right: float = 0.0  # right edge of the last glyph: a wrapped line reaches the margin
+
+
+
+def _norm(text: str) -> str:
+    """A line's key for spotting repeats: lower case, digits as ``#``, spaces collapsed."""
+    return " ".join(re.sub(r"\d+", "#", text.lower()).split())
+
+
+def alnum(text: str) -> str:
+    return re.sub(r"[^0-9a-z]+", "", text.lower())
+
+
+def numbers(text: str) -> int:
+    return len(_NUMBER.findall(text))
+
+
+def is_table_row(text: str) -> bool:
+    """A line ending in two numbers (or dashes), or mostly numbers: a table row."""
+    tokens = [t for t in text.split() if t not in _CURRENCY]
+    if len(tokens) >= 2 and all(CELL.match(t) for t in tokens[-2:]):
+        return True
+    n = numbers(text)
+    return n >= 2 and 3 * n >= len(tokens)
+
+
+
+
+class Reader:
+    """Reads one page's lines through pypdfium2's raw API, reusing its buffers."""
+
+    def __init__(self) -> None:
+        self.rect = pdfium_c.FS_RECTF()
+        self.name = ctypes.create_string_buffer(128)
+        self.flags = ctypes.c_int()
+        self.bold_font: dict[bytes, bool] = {}
+
+    def _bold(self, tp: object, i: int) -> bool:
+        n = pdfium_c.FPDFText_GetFontInfo(tp, i, self.name, 128, ctypes.byref(self.flags))
+        name = self.name.value if n else b""
+        bold = self.bold_font.get(name)
+        if bold is None:
+            bold = self.bold_font[name] = bool(_BOLD_FONT.search(name.decode("latin-1")))
+        return bold or pdfium_c.FPDFText_GetFontWeight(tp, i) >= 600
+
+    def _box(self, tp: object, i: int) -> tuple[float, float, float, float]:
+        """Size, top, bottom and right of character ``i``; a coordinate a damaged page
+        makes infinite or NaN (a huge text offset) reads as 0, so lines still sort."""
+        r = self.rect
+        pdfium_c.FPDFText_GetLooseCharBox(tp, i, r)
+        box = (r.top - r.bottom, r.top, r.bottom, r.right)
+        return box if all(map(math.isfinite, box)) else (0.0, 0.0, 0.0, 0.0)
+
+    def lines(self, page: pdfium.PdfPage, index: int) -> list[Line]:
+        """The page's non-blank lines in pdfium's reading order."""
+        tp = page.get_textpage()
+        try:
+            raw = tp.raw
+            n = pdfium_c.FPDFText_CountChars(raw)
+            if n <= 0:
+                return []
+            buf = (ctypes.c_ushort * (n + 1))()
+            pdfium_c.FPDFText_GetText(raw, 0, n, buf)
+            text = bytes(buf)[:2 * n].decode("utf-16-le", "replace")
+            if len(text) != n:  # characters outside the BMP: read them one by one
+                text = "".join(chr(pdfium_c.FPDFText_GetUnicode(raw, i)) for i in range(n))
+            height = page.get_height()
+            height = height if math.isfinite(height) else 0.0
+            out: list[Line] = []
+            start = 0
+            for part in text.replace("\r\n", "\n\x00")[:n].split("\n"):
+                # each "\r\n" was two characters: "\n\x00" keeps the offsets
+                stripped = part.strip(" \x00\t\r")
+                if stripped:
+                    first = start + len(part) - len(part.lstrip(" \x00\t\r"))
+                    last = start + len(part.rstrip(" \x00\t\r")) - 1
+                    size, top, _, _ = self._box(raw, first)
+                    _, _, bottom, right = self._box(raw, last)
+                    bold = self._bold(raw, first) and self._bold(raw, last)
+                    clean = " ".join(stripped.replace("\x00", "").split())
+                    out.append(Line(clean, index, round(size, 1), bold,
+                                     height - top, height - bottom, right=right))
+                start += len(part) + 1
+            return out
+        finally:
+            tp.close()
+
+
+
+def _edges(lines: list[Line]) -> list[Line]:
+    """The top and bottom few lines of a page, by position."""
+    by_top = sorted(lines, key=lambda ln: ln.top)
+    return by_top[:_EDGE] + by_top[max(_EDGE, len(by_top) - _EDGE):]
+
+
+def _edge_key(ln: Line) -> tuple[str, int]:
+    """Running headers repeat their text (digits aside) at one place on the page."""
+    return _norm(ln.text), round(ln.top / 5)
+
+
+def drop_running_lines(pages: list[list[Line]]) -> None:
+    """Remove running headers/footers (edge lines repeated on many pages, digits ignored)
+    and lone page numbers at a page's top or bottom, in place."""
+    seen: Counter[tuple[str, int]] = Counter()
+    for lines in pages:
+        seen.update({_edge_key(ln) for ln in _edges(lines)})
+    text_pages = sum(1 for p in pages if p)
+    repeat = max(3, math.ceil(RUNNING_SHARE * text_pages))
+    for i, lines in enumerate(pages):
+        drop = {id(ln) for ln in _edges(lines)
+                if seen[_edge_key(ln)] >= repeat or _PAGE_NUMBER.match(ln.text)}
+        if drop:
+            pages[i] = [ln for ln in lines if id(ln) not in drop]
+
+
+def is_toc_line(text: str) -> bool:
+    """A contents entry: words, then a page number (after spaces or dot leaders)."""
+    m = _PAGE_REF.search(text)
+    if m is None or "$" in text or "%" in text:
+        return False
+    return text[:m.start()].rstrip(" .\u2026")[-1:].isalpha()
+
+
+def is_toc_page(lines: list[Line]) -> bool:
+    """A contents page: titled "Contents", or most lines end in a page number."""
+    if not lines:
+        return False
+    listed = sum(1 for ln in lines if is_toc_line(ln.text))
+    if any(TOC_TITLE.match(ln.text) for ln in lines[:5]) and listed >= 3:
+        return True
+    return listed >= 5 and listed >= 0.5 * len(lines)
+
