@@ -48,6 +48,7 @@ class Line:
     bottom: float
     heading: int = 0  # Markdown level once chosen as a heading
     right: float = 0.0  # right edge of the last glyph: a wrapped line reaches the margin
+    left: float = 0.0  # left edge of the first glyph: a contents entry's indentation
 
 
 
@@ -92,13 +93,13 @@ class Reader:
             bold = self.bold_font[name] = bool(_BOLD_FONT.search(name.decode("latin-1")))
         return bold or pdfium_c.FPDFText_GetFontWeight(tp, i) >= 600
 
-    def _box(self, tp: object, i: int) -> tuple[float, float, float, float]:
-        """Size, top, bottom and right of character ``i``; a coordinate a damaged page
+    def _box(self, tp: object, i: int) -> tuple[float, float, float, float, float]:
+        """Size, top, bottom, right and left of character ``i``; a coordinate a damaged page
         makes infinite or NaN (a huge text offset) reads as 0, so lines still sort."""
         r = self.rect
         pdfium_c.FPDFText_GetLooseCharBox(tp, i, r)
-        box = (r.top - r.bottom, r.top, r.bottom, r.right)
-        return box if all(map(math.isfinite, box)) else (0.0, 0.0, 0.0, 0.0)
+        box = (r.top - r.bottom, r.top, r.bottom, r.right, r.left)
+        return box if all(map(math.isfinite, box)) else (0.0, 0.0, 0.0, 0.0, 0.0)
 
     def lines(self, page: pdfium.PdfPage, index: int) -> list[Line]:
         """The page's non-blank lines in pdfium's reading order."""
@@ -123,12 +124,13 @@ class Reader:
                 if stripped:
                     first = start + len(part) - len(part.lstrip(" \x00\t\r"))
                     last = start + len(part.rstrip(" \x00\t\r")) - 1
-                    size, top, _, _ = self._box(raw, first)
-                    _, _, bottom, right = self._box(raw, last)
+                    size, top, _, _, left = self._box(raw, first)
+                    _, _, bottom, right, _ = self._box(raw, last)
                     bold = self._bold(raw, first) and self._bold(raw, last)
                     clean = " ".join(stripped.replace("\x00", "").split())
                     out.append(Line(clean, index, round(size, 1), bold,
-                                     height - top, height - bottom, right=right))
+                                     height - top, height - bottom, right=right,
+                                     left=left))
                 start += len(part) + 1
             return out
         finally:
