@@ -3,9 +3,17 @@
 Web pages and SEC EDGAR filings are the HTML users index. Pages mark headings with
 ``<h1>``..``<h6>``; EDGAR filings (and other generated reports) mark them only as short bold
 blocks (``<p><b>Item 7. Management's Discussion</b></p>``, ``font-weight:700`` divs). The
-converter keeps ``<h*>`` levels as written and, only when a document has no ``<h*>`` heading,
-recovers bold and ``PART``/``Item``/``Note``-numbered blocks as headings, levelled by
-:mod:`.numbering`. Everything that is not content is dropped: scripts, styles, ``<head>``
+converter keeps ``<h*>`` levels as written. A document with no ``<h*>`` heading gets its bold
+and ``PART``/``Item``/``Note``-numbered blocks as headings, levelled by :mod:`.numbering`.
+One with ``<h*>`` headings marks its own structure and a bold block there is usually
+emphasis ("Note:", "Warning"), so there only bold blocks that carry a numbering
+(:func:`.numbering.numbering_rank`: ``PART II``, ``Item 7.``, ``Note 3``, ``2.1``) become
+headings: generated reports tag a few headings and bold their Items and Notes. Their levels
+follow one ladder of numbering ranks (:func:`_rank_levels`): a rank some ``<h*>`` heading
+carries keeps that tag's level (``<h2>PART II</h2>`` puts bold items at 3), the others
+take the next level down in rank order, starting below the page's sole top heading (its
+title) or, without one, at its top ``<h*>`` level. Table cells never become headings.
+Everything that is not content is dropped: scripts, styles, ``<head>``
 (its ``<title>`` aside), ``<nav>`` menus, and anything hidden (``display:none``, ``hidden``),
 which removes the hidden ``ix:header`` block of inline-XBRL filings.
 
@@ -23,7 +31,18 @@ from lxml import etree  # type: ignore[import-untyped]
 
 from ..documents import CONVERTED_FORMATS
 from .base import ConversionError, Converted
-from .markdown import Block, Cell, collapse, para_block, recover_headings, render, table_blocks
+from .markdown import (
+    RUNNING_REPEATS,
+    Block,
+    Cell,
+    collapse,
+    looks_like_heading,
+    para_block,
+    recover_headings,
+    render,
+    table_blocks,
+)
+from .numbering import numbering_rank
 
 #: An lxml element (lxml ships no type information).
 Element: TypeAlias = Any
@@ -305,11 +324,68 @@ def _int_attr(el: Element, name: str) -> int:
     return min(n, 100) if n > 0 else 1
 
 
+def _numbered_headings(blocks: list[Block]) -> list[Block]:
+    """``blocks`` (with ``<h*>`` headings) with bold numbered paragraphs as headings.
+
+    A candidate is a bold paragraph with a numbering rank that reads as a heading
+    (:func:`looks_like_heading`: short, not a contents line) and is not repeated
+    :data:`RUNNING_REPEATS` times (a running header). Table cells are table blocks, never
+    candidates.
+    """
+    ranks = {i: r for i, b in enumerate(blocks) if b.kind == "para" and b.bold
+             and (r := numbering_rank(b.text)) is not None and looks_like_heading(b.text, True)}
+    seen = Counter(blocks[i].text.casefold() for i in ranks)
+    cands = {i: r for i, r in ranks.items() if seen[blocks[i].text.casefold()] < RUNNING_REPEATS}
+    if not cands:
+        return blocks
+    tagged = [(i, b) for i, b in enumerate(blocks) if b.kind == "heading"]
+    ranked = [(r, b.level) for _, b in tagged if (r := numbering_rank(b.text)) is not None]
+    low = min(b.level for _, b in tagged)
+    tops = [(i, b) for i, b in tagged if b.level == low]
+    title = len(tops) == 1 and tops[0][0] < min(cands) and numbering_rank(tops[0][1].text) is None
+    level = _rank_levels(set(cands.values()), ranked, top=low + 1 if title else low)
+    out = list(blocks)
+    for i, rank in cands.items():
+        out[i] = Block("heading", out[i].text, level=level[rank])
+    return out
+
+
+def _rank_levels(ranks: set[int], tagged: list[tuple[int, int]], *, top: int) -> dict[int, int]:
+    """Levels (1-6) for the numbering ``ranks`` of recovered headings, on one ladder with the
+    ``(rank, level)`` of numbered ``<h*>`` headings.
+
+    A rank a tag carries keeps the tag's level (its most common one); the other ranks, in
+    rank order, sit one level below the rank before them, from ``top``; ranks above the
+    first tagged one count up from it (``Item`` tagged ``<h2>`` puts ``PART`` at 1).
+
+    >>> _rank_levels({10, 30, 40}, [], top=2)
+    {10: 2, 30: 3, 40: 4}
+    >>> _rank_levels({10, 30}, [(30, 2), (30, 2), (40, 3)], top=2)
+    {10: 1, 30: 2, 40: 3}
+    """
+    anchor: dict[int, int] = {}
+    for (rank, n), _ in Counter(tagged).most_common():
+        anchor.setdefault(rank, n)
+    used = sorted(ranks | anchor.keys())
+    first = next((k for k, r in enumerate(used) if r in anchor), None)
+    out: dict[int, int] = {}
+    prev = top - 1
+    for k, r in enumerate(used):
+        if r in anchor:
+            prev = anchor[r]
+        elif first is not None and k < first:
+            prev = max(1, anchor[used[first]] - (first - k))
+        else:
+            prev = min(6, prev + 1)
+        out[r] = prev
+    return out
+
+
 class HtmlConverter:
     """HTML (``.html``, ``.htm``) to Markdown; pages and EDGAR filings, no page map."""
 
     name = "html"
-    version = "1"
+    version = "2"
     suffixes = CONVERTED_FORMATS["html:HtmlConverter"]
 
     def convert(self, data: bytes, name: str) -> Converted:
@@ -317,7 +393,8 @@ class HtmlConverter:
 
         ``<h1>``..``<h6>`` keep their levels; ``<title>`` becomes a level-1 heading when no
         ``<h1>`` exists. Without any ``<h*>`` heading, short bold or numbered blocks become
-        headings (:func:`recover_headings`), under the title when there is one.
+        headings (:func:`recover_headings`), under the title when there is one; with some,
+        only bold numbered blocks do (:func:`_numbered_headings`).
         """
         text = _CONTROL.sub("", _XML_DECL.sub("", decode_html(data), count=1))
         parser = etree.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
@@ -344,6 +421,8 @@ class HtmlConverter:
                 blocks.insert(0, Block("heading", title, level=1))
             else:
                 blocks[0] = Block("heading", title, level=1)
-        if not has_h:
+        if has_h:
+            blocks = _numbered_headings(blocks)
+        else:
             blocks = recover_headings(blocks, top=2 if title else 1)
         return Converted(render(blocks)[0])

@@ -54,6 +54,45 @@ def test_html_bold_is_not_a_heading_when_the_page_has_heading_tags() -> None:
     assert outline(conv) == [(1, "Doc")]
 
 
+def test_bold_numbered_blocks_are_headings_under_heading_tags_too() -> None:
+    conv = to_html("<h1>Acme Corp Annual Report</h1><p>Cover text.</p>"
+                   "<p><b>PART II</b></p><div style='font-weight:700'>Item 7. Management's "
+                   "Discussion and Analysis</div><p>We grew.</p><p><b>Note 3 Revenue</b></p>"
+                   "<p>Revenue text.</p><table><tr><td>Line</td><td>Total</td></tr>"
+                   "<tr><td><b>Note 4 Leases</b></td><td>5</td></tr></table>"
+                   "<p><b>Item 8. Financial Statements</b></p><p>t</p><p><b>PART III</b></p>")
+    assert outline(conv) == [(1, "Acme Corp Annual Report"), (2, "PART II"),
+                             (3, "Item 7. Management's Discussion and Analysis"),
+                             (4, "Note 3 Revenue"), (3, "Item 8. Financial Statements"),
+                             (2, "PART III")]
+    assert "| Note 4 Leases | 5 |" in conv.markdown  # a table cell stays a cell
+
+
+def test_bold_numbered_blocks_nest_under_the_numbered_tag_of_a_higher_rank() -> None:
+    conv = to_html("<h2>PART II</h2><p><b>Item 7. Results</b></p><p>t</p>"
+                   "<p><b>Note 3 Revenue</b></p><p>t</p><h2>PART III</h2>"
+                   "<p><b>Item 10. Directors</b></p><p>t</p>", head="<title>acme-10k</title>")
+    assert outline(conv) == [(1, "acme-10k"), (2, "PART II"), (3, "Item 7. Results"),
+                             (4, "Note 3 Revenue"), (2, "PART III"), (3, "Item 10. Directors")]
+    # A rank above the tagged one counts up from the tag: PART over <h2> items.
+    conv = to_html("<h2>Item 7. Results</h2><p>t</p><p><b>PART III</b></p>"
+                   "<h2>Item 10. Directors</h2><p><b>Note 3 Revenue</b></p><p>t</p>")
+    assert outline(conv) == [(2, "Item 7. Results"), (1, "PART III"), (2, "Item 10. Directors"),
+                             (3, "Note 3 Revenue")]
+
+
+def test_bold_emphasis_stays_a_paragraph_on_a_page_with_heading_tags() -> None:
+    body = ("<h1>User Guide</h1><h2>Install</h2><p><b>Note:</b></p><p>Needs Python.</p>"
+            "<p><strong>Warning</strong></p><p><b>Back up your data first</b></p>"
+            "<h2>Configure</h2><p><b>Important information</b></p><p><b>RISK FACTORS</b></p>"
+            "<p><b>Note: the defaults are safe.</b></p><p><b>Item 7. Topic</b></p><p>t</p>"
+            "<h2>Contents</h2>" + "<p><b>Item 7. Topic</b></p>" * 5)
+    conv = to_html(body)
+    titles = [t for _, t in outline(conv)]
+    assert titles == ["User Guide", "Install", "Configure", "Contents"]  # 6 repeats: running
+    assert "Back up your data first" in conv.markdown and "RISK FACTORS" in conv.markdown
+
+
 EDGAR = """
 <div style="display:none"><ix:header><ix:hidden><ix:nonNumeric name="dei:Secret">
 HIDDEN XBRL FACT</ix:nonNumeric></ix:hidden></ix:header></div>
@@ -191,7 +230,7 @@ def test_html_through_registry_and_file(tmp_path: Path) -> None:
     path = tmp_path / "page.htm"
     path.write_bytes(html("<h1>A</h1><p>b</p>"))
     conv = converter_for(str(path))
-    assert isinstance(conv, HtmlConverter) and (conv.name, conv.version) == ("html", "1")
+    assert isinstance(conv, HtmlConverter) and (conv.name, conv.version) == ("html", "2")
     assert convert_file(path).markdown == "# A\n\nb\n"
 
 
