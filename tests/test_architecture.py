@@ -42,7 +42,7 @@ LAYERS = [
     {"errors", "defaults", "access", "tokens", "_retry", "bundled", "llm.base", "llm.scripted",
      "embeddings.base", "convert.base", "convert.numbering", "convert.markdown",
      "convert.pdf_lines"},
-    {"convert.pdf_layout"},
+    {"convert.pdf_layout", "convert.pdf_contents"},
     {"convert.pdf", "convert.html", "convert.docx", "convert",
      "documents", "parse.tree", "parse.headings", "refs", "parse"},
     {"parse.noise", "parse.blocks", "parse.chunking", "parse.segmentation", "parse.summaries"},

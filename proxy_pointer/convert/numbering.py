@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["NUMBERED_HEADING", "levels", "numbering_rank"]
+__all__ = ["NUMBERED_HEADING", "TOP_RANK", "levels", "numbering_rank"]
 
 _ROMAN = r"(?:[IVXLC]+)"
 _NUM = rf"(?:\d+[A-Z]?|{_ROMAN})"
@@ -26,6 +26,8 @@ _RULES: tuple[tuple[int, re.Pattern[str]], ...] = (
                     r"(?:\s+[A-Z0-9]+\b|\s*$)")),
     (40, re.compile(rf"^(?:NOTE|Note)\s+{_NUM}\b")),
 )
+#: The rank of a part, book or volume: nothing in a document is above it.
+TOP_RANK = 10
 # "3 Results", "3. Results", "3.2 Data", "A.1 Proofs": depth = number of parts.
 _DECIMAL = re.compile(r"^(?P<num>(?:\d{1,2}|[A-Z])(?:\.\d{1,2}){0,4})\.?\s+(?=[A-Za-z(\"'])")
 #: Any heading :func:`numbering_rank` recognises.

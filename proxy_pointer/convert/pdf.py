@@ -29,6 +29,7 @@ import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
 
 from ..documents import CONVERTED_FORMATS
 from .base import ConversionError, Converted
+from .pdf_contents import Placement, place_contents, place_statements
 from .pdf_layout import layout_headings
 from .pdf_lines import BULLET, Line, Reader, alnum, drop_running_lines, is_table_row, is_toc_page
 
@@ -59,12 +60,16 @@ class PdfConverter:
                             f"{_page_list(empty)} ha{'ve' if len(empty) > 1 else 's'} "
                             "no text layer (scanned?); "
                             f"{'their' if len(empty) > 1 else 'its'} text is missing")
-        drop_running_lines(pages)
+        printed = drop_running_lines(pages)
         toc = {i for i, p in enumerate(pages) if is_toc_page(p)}
         if outline:
             pages = _outline_headings(pages, outline)
         else:
-            layout_headings(pages, toc)
+            placed = place_contents(pages, toc, printed)
+            place_statements(pages, placed.anchors)
+            layout_headings(pages, toc, placed.anchors)
+            if placed.missing:
+                warnings.append(_missing_entries(name, placed))
         markdown, starts = _render(pages, toc)
         return Converted(markdown, starts, tuple(warnings))
 
@@ -111,6 +116,15 @@ def _outline(pdf: pdfium.PdfDocument) -> list[tuple[int, str, int]]:
     except (pdfium.PdfiumError, ValueError, AttributeError):
         return []
     return [(lv, title, p) for lv, title, p in items if title and p is not None]
+
+
+def _missing_entries(name: str, placed: Placement) -> str:
+    """One warning line for the contents entries not found on the pages they name."""
+    shown = "; ".join(f"{e.title[:60]!r} (p. {e.page})" for e in placed.missing[:5])
+    more = f" and {len(placed.missing) - 5} more" if len(placed.missing) > 5 else ""
+    total = placed.found + len(placed.missing)
+    return (f"{name}: {len(placed.missing)} of {total} contents entries not found on the "
+            f"page they name, left out of the headings: {shown}{more}")
 
 
 def _page_list(pages: list[int]) -> str:

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import pairwise
 
-from .numbering import numbering_rank
+from .numbering import TOP_RANK, numbering_rank
 from .pdf_lines import BULLET, CELL, TOC_TITLE, Line, is_table_row, is_toc_line, numbers
 
 __all__ = ["HEADING_SIZE", "TITLE_SIZE", "WRAP_EMS", "layout_headings"]
@@ -123,7 +123,7 @@ def _merge_wrapped(lines: list[Line], styles: list[_Style | None], k: int,
             and 0 < lines[nxt].top - ln.top < 3 * max(ln.size, 1.0)):
         ln.text, ln.top = f"{ln.text} {lines[nxt].text}", lines[nxt].top
         del lines[nxt], styles[nxt]
-    while (nxt < len(lines) and _continues(lines[nxt], styles[nxt], style)
+    while (nxt < len(lines) and not lines[nxt].fixed and _continues(lines[nxt], styles[nxt], style)
            and 0 < lines[nxt].top - ln.top < 2.2 * max(ln.size, 1.0)
            and (lines[nxt].text[0].islower() or ln.right >= margin - WRAP_EMS * ln.size
                 or title
@@ -133,7 +133,8 @@ def _merge_wrapped(lines: list[Line], styles: list[_Style | None], k: int,
         del lines[nxt], styles[nxt]
 
 
-def layout_headings(pages: list[list[Line]], toc: set[int]) -> None:
+def layout_headings(pages: list[list[Line]], toc: set[int],
+                    anchors: dict[int, Line] | None = None) -> None:
     """Choose headings by layout and give them levels, in place (``Line.heading``).
 
     A candidate (:func:`_candidate`) that shares its row with another line is a table cell;
@@ -141,8 +142,10 @@ def layout_headings(pages: list[list[Line]], toc: set[int]) -> None:
     another heading, not into table rows, and must not end on a dangling word. On the first
     page only the title (largest line) and numbered headings count: a cover is not a tree.
     """
+    anchors = anchors or {}
+    starts = {id(a) for a in anchors.values()}
     body, body_bold = _body_style(pages)
-    chosen: list[tuple[Line, _Style]] = []
+    chosen: list[tuple[Line, _Style | None]] = []  # None: where a contents list starts
     title_size = max((ln.size for ln in pages[0]), default=0.0) if pages else 0.0
     title_size = title_size if title_size >= body * TITLE_SIZE else math.inf
     for p, lines in enumerate(pages):
@@ -150,7 +153,8 @@ def layout_headings(pages: list[list[Line]], toc: set[int]) -> None:
         # the MD&A's own contents)
         limit = next((k for k, ln in enumerate(lines) if is_toc_line(ln.text)
                       or TOC_TITLE.match(ln.text)), len(lines)) if p in toc else len(lines)
-        styles = [None if row or k >= limit else _candidate(ln, body, body_bold)
+        styles = [None if row or k >= limit or ln.fixed or ln.caption
+                  else _candidate(ln, body, body_bold)
                   for k, (ln, row) in enumerate(zip(lines, _shares_row(lines), strict=True))]
         margin = max((ln.right for ln in lines), default=0.0)
         for k in range(len(lines)):
@@ -159,6 +163,11 @@ def layout_headings(pages: list[list[Line]], toc: set[int]) -> None:
                                margin)
         cover = p == 0 and sum(st is not None for st in styles) > 3
         for k, (ln, style) in enumerate(zip(lines, styles, strict=True)):
+            if id(ln) in starts:
+                chosen.append((ln, None))
+            if ln.fixed or ln.caption:
+                chosen.append((ln, _Style(ln.size, ln.bold, numbering_rank(ln.text))))
+                continue
             if style is None:
                 continue
             after = lines[k + 1] if k + 1 < len(lines) else None
@@ -174,21 +183,50 @@ def layout_headings(pages: list[list[Line]], toc: set[int]) -> None:
                 continue
             chosen.append((ln, style))
     # an unnumbered "heading" repeated on many pages is a label (a statement's caption)
-    seen = Counter(ln.text for ln, st in chosen if st.rank is None)
-    chosen = [(ln, st) for ln, st in chosen if st.rank is not None or seen[ln.text] < 3]
-    _assign_levels(chosen)
+    seen = Counter(ln.text for ln, st in chosen if st is not None and st.rank is None)
+    chosen = [(ln, st) for ln, st in chosen if st is None or st.rank is not None
+              or ln.fixed or ln.caption or seen[ln.text] < 3]
+    _assign_levels(chosen, anchors)
 
 
-def _assign_levels(chosen: list[tuple[Line, _Style]]) -> None:
+def _assign_levels(chosen: list[tuple[Line, _Style | None]], anchors: dict[int, Line]
+                   ) -> None:
     """Levels from a stack of open headings: a numbered heading closes the headings of its
-    rank or below and any unnumbered heading above them; an unnumbered one closes unnumbered
-    headings that are not more prominent, and nests under the numbered heading before it."""
+    rank or below and any unnumbered heading above them (a part, :data:`.numbering.TOP_RANK`,
+    closes them all: a cover's title is no part's parent); an unnumbered one closes
+    unnumbered headings that are not more prominent, and nests under the numbered heading
+    before it. A fixed heading (placed from the contents, :mod:`.pdf_contents`) is its
+    depth below the heading open where its list starts (none for a list before the first
+    numbered heading: the document's own contents), and the layout headings after it nest
+    below it; a numbered layout heading of a rank the contents placed (an Item the list
+    left out) takes that rank's level. ``None`` in ``chosen`` marks where a list starts."""
     stack: list[_Style] = []
+    base = 0
+    rank_level: dict[int, int] = {}
+    open_at: dict[int, int] = {}  # id of a list's first line -> the level open there
+    numbered = False
+    last: Line | None = None
 
     def prominent(a: _Style, b: _Style) -> bool:  # a clearly above b
         return a.size > b.size + 0.5 or (abs(a.size - b.size) <= 0.5 and a.bold > b.bold)
 
     for ln, style in chosen:
+        if style is None:  # a list's title on its own page is no parent of its entries
+            titled = last is not None and last.page == ln.page and not last.fixed and stack
+            open_at[id(ln)] = base + len(stack) - bool(titled) if numbered else 0
+            continue
+        last = ln
+        numbered = numbered or style.rank is not None
+        if ln.fixed or (style.rank is not None and style.rank in rank_level):
+            stack.clear()
+            anchor = anchors.get(id(ln))
+            fixed = ln.heading + open_at.get(id(anchor), 0) if ln.fixed else 0
+            base = ln.heading = min(6, fixed if ln.fixed else rank_level[style.rank or 0])
+            if style.rank is not None:
+                rank_level.setdefault(style.rank, base)
+            continue
+        if style.rank is not None and style.rank <= TOP_RANK:
+            stack.clear()
         if style.rank is not None:
             while stack:
                 top = stack[-1]
@@ -202,4 +240,4 @@ def _assign_levels(chosen: list[tuple[Line, _Style]]) -> None:
             while stack and stack[-1].rank is None and not prominent(stack[-1], style):
                 stack.pop()
         stack.append(style)
-        ln.heading = min(6, len(stack))
+        ln.heading = min(6, base + len(stack))

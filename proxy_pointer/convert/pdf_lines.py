@@ -27,6 +27,7 @@ _BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|,b", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![A-Za-z])\(?\$?\d[\d,.]*\)?%?(?![A-Za-z])")
 _PAGE_NUMBER = re.compile(r"^(?:page\s+)?[-–—]?\s*(?:\d{1,4}|[ivxlc]{1,7})\s*[-–—]?"
                           r"(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)
+_DIGITS = re.compile(r"(\d{1,4})")
 _PAGE_REF = re.compile(r"(?:\s*\.{2,}\s*|\s+)(?:\d{1,4}|[ivxlc]{1,6})$")
 TOC_TITLE = re.compile(r"^(?:table\s+of\s+)?contents$|^index$", re.IGNORECASE)
 BULLET = re.compile(r"^(?:[•▪●◦\-–*]|\(?[a-z0-9]{1,3}\)|\d{1,2}\.)\s")
@@ -49,6 +50,8 @@ class Line:
     heading: int = 0  # Markdown level once chosen as a heading
     right: float = 0.0  # right edge of the last glyph: a wrapped line reaches the margin
     left: float = 0.0  # left edge of the first glyph: a contents entry's indentation
+    fixed: bool = False  # a heading placed from the document's contents: layout keeps it
+    caption: bool = False  # a statement's title: a heading, levelled by the layout
 
 
 
@@ -149,9 +152,11 @@ def _edge_key(ln: Line) -> tuple[str, int]:
     return _norm(ln.text), round(ln.top / 5)
 
 
-def drop_running_lines(pages: list[list[Line]]) -> None:
+def drop_running_lines(pages: list[list[Line]]) -> list[int | None]:
     """Remove running headers/footers (edge lines repeated on many pages, digits ignored)
-    and lone page numbers at a page's top or bottom, in place."""
+    and lone page numbers at a page's top or bottom, in place. Returns each page's printed
+    number where its edge shows one in digits ("12", "- 12 -", "Page 12 of 90")."""
+    printed: list[int | None] = [None] * len(pages)
     seen: Counter[tuple[str, int]] = Counter()
     for lines in pages:
         seen.update({_edge_key(ln) for ln in _edges(lines)})
@@ -160,8 +165,12 @@ def drop_running_lines(pages: list[list[Line]]) -> None:
     for i, lines in enumerate(pages):
         drop = {id(ln) for ln in _edges(lines)
                 if seen[_edge_key(ln)] >= repeat or _PAGE_NUMBER.match(ln.text)}
+        numbered = [int(m[1]) for ln in _edges(lines)
+                    if _PAGE_NUMBER.match(ln.text) and (m := _DIGITS.search(ln.text))]
+        printed[i] = numbered[-1] if numbered else None
         if drop:
             pages[i] = [ln for ln in lines if id(ln) not in drop]
+    return printed
 
 
 def is_toc_line(text: str) -> bool:
