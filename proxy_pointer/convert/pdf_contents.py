@@ -45,6 +45,7 @@ __all__ = [
     "place_contents",
     "place_statements",
     "read_entries",
+    "set_depths",
     "split_title",
     "title_key",
 ]
@@ -158,9 +159,10 @@ def _wraps(ln: Line, nxt: Line, margin: float) -> bool:
     return full or nxt.text[:1].islower()
 
 
-def read_entries(lines: list[Line], source: int) -> list[Entry]:
+def read_entries(lines: list[Line], source: int, pages: int = 10_000) -> list[Entry]:
     """The entries of one contents page, in order, with ``depth`` still unset (module
-    docstring). Lines already placed as headings (the page's own heading) are skipped."""
+    docstring). Lines already placed as headings (the page's own heading) are skipped, and
+    so is a line whose number is past the document's ``pages`` ("... Act of 1934")."""
     margin = max((ln.right for ln in lines), default=0.0)
     out: list[Entry] = []
     pending: str | None = None
@@ -175,6 +177,9 @@ def read_entries(lines: list[Line], source: int) -> list[Entry]:
             pending = None
             continue
         title, page = split
+        if page is not None and page > pages:
+            pending = None
+            continue
         if page is None and k + 1 < len(lines) and _wraps(ln, lines[k + 1], margin):
             pending = text
             continue
@@ -300,7 +305,7 @@ def _lists(pages: list[list[Line]], toc: set[int]) -> Iterator[list[Entry]]:
         if run and run[-1].source != p - 1:
             yield run
             run = []
-        run.extend(read_entries(pages[p], p))
+        run.extend(read_entries(pages[p], p, len(pages)))
     if run:
         yield run
 
@@ -323,7 +328,8 @@ def _place(pages: list[list[Line]], entry: Entry, page: int, level: int) -> Line
         lines = pages[p]
         lines[k].text = " ".join(ln.text for ln in lines[k:k + count])
         del lines[k + 1:k + count]
-        split_title(lines, k, _core(entry.title))
+        if _STATEMENT.match(entry.title):  # "... Statements of Income Corning Incorporated"
+            split_title(lines, k, _core(entry.title))
         lines[k].heading, lines[k].fixed = level, True
         return lines[k]
     return None

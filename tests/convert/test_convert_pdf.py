@@ -113,14 +113,14 @@ def _headings(markdown: str) -> list[str]:
 
 def test_headings_and_levels(report: tuple[str, tuple[int, ...]]) -> None:
     assert _headings(report[0]) == [
-        "# Annual Report of Example Corp",
-        "## PART I",
-        "### Item 1. Business",
-        "### Item 2. Properties",
-        "## PART II",
-        "### Item 7. Management Discussion",
-        "#### 1 Introduction",
-        "##### 1.1 Scope",
+        "# Annual Report of Example Corp",  # the cover's title: no parent of the parts
+        "# PART I",
+        "## Item 1. Business",
+        "## Item 2. Properties",
+        "# PART II",
+        "## Item 7. Management Discussion",
+        "### 1 Introduction",
+        "#### 1.1 Scope",
     ]
 
 
@@ -153,7 +153,7 @@ def test_page_starts_map_sentences_to_pages(report: tuple[str, tuple[int, ...]])
     for sentence, page in [("Cover sentence", 1), ("Business sentence", 3),
                            ("Properties sentence", 4), ("Introduction sentence", 5),
                            ("Scope sentence", 5), ("Closing sentence", 6),
-                           ("North 1,200", 4), ("## PART II", 5), ("Item 2. Properties ...", 2)]:
+                           ("North 1,200", 4), ("# PART II", 5), ("Item 2. Properties ...", 2)]:
         line = next(i for i, text in enumerate(lines, 1) if text.startswith(sentence)
                     or (sentence.endswith("...") and sentence[:-4] in text))
         assert page_of(starts, line) == page, sentence
