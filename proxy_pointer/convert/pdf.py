@@ -1,18 +1,19 @@
-"""PDF to Markdown with pypdfium2 and layout-based heading recovery: :class:`PdfConverter`.
+"""PDF to Markdown with pypdfium2 and heading recovery: :class:`PdfConverter`.
 
-PDFs carry no structure, only positioned glyphs, so headings are recovered from layout:
+PDFs carry no structure, only positioned glyphs, so the tree comes from what the document
+declares, then from layout:
 
-* **Lines** are read and running headers and footers dropped by :mod:`.pdf_lines`.
-* **Contents pages.** A page dominated by lines ending in a page number, or titled
-  "Contents", is a table of contents: its lines stay as plain lines, never headings.
-* **Headings.** With an outline (bookmarks) the outline is the tree: each bookmark title is
-  found on its page and takes the outline's depth. Without one, a heading is a short line,
-  bigger or bolder than the body text, that does not end in an amount, is not a table row and
-  does not lead into one. Its level comes from numbering first (``PART`` > ``Item`` > ``Note``,
-  ``1`` > ``1.1``, see :mod:`.numbering`), then from prominence (size, weight): unnumbered
-  headings nest under the numbered heading they follow.
-* **Title.** On the first page only the largest line (if clearly larger than the body) may
-  become a heading, so a cover page full of large lines gives one title, not dozens.
+* **Lines** are read and running headers and footers dropped by :mod:`.pdf_lines`; the page
+  numbers the pages print are kept.
+* **Outline.** With bookmarks the outline is the tree: each bookmark title is found on its
+  page and takes the outline's depth.
+* **Contents.** Without one, the document's contents pages are read
+  (:mod:`.pdf_contents`): each entry's title is placed as a heading on the page it names,
+  verified there, at the depth its indentation and numbering give; a financial
+  statement's title over its table is a heading even where no entry names it. A contents
+  page's own lines stay plain lines, never headings.
+* **Layout** (:mod:`.pdf_layout`) finds the other headings (bigger or bolder short lines)
+  and nests them below the contents' headings.
 * **Body.** A paragraph's lines are joined (a hyphen at a line end is dropped when the next
   line starts lower-case); table rows stay one per line. Paragraphs never cross pages, so
   :attr:`Converted.page_starts` is exact.
@@ -43,7 +44,7 @@ class PdfConverter:
     """PDF to Markdown (pypdfium2, layout-based headings); see the module docstring."""
 
     name = "pdf"
-    version = "3"
+    version = "4"
     suffixes = CONVERTED_FORMATS["pdf:PdfConverter"]
 
     def convert(self, data: bytes, name: str) -> Converted:
@@ -62,16 +63,19 @@ class PdfConverter:
                             f"{'their' if len(empty) > 1 else 'its'} text is missing")
         printed = drop_running_lines(pages)
         toc = {i for i, p in enumerate(pages) if is_toc_page(p)}
+        structure: tuple[tuple[str, int], ...] = ()
         if outline:
             pages = _outline_headings(pages, outline)
         else:
             placed = place_contents(pages, toc, printed)
-            place_statements(pages, placed.anchors)
+            statements = place_statements(pages, placed.anchors)
             layout_headings(pages, toc, placed.anchors)
             if placed.missing:
                 warnings.append(_missing_entries(name, placed))
+            structure = (("contents_entries", placed.found + len(placed.missing)),
+                         ("contents_found", placed.found), ("statements", statements))
         markdown, starts = _render(pages, toc)
-        return Converted(markdown, starts, tuple(warnings))
+        return Converted(markdown, starts, tuple(warnings), structure)
 
     def _read(self, data: bytes, name: str
               ) -> tuple[list[list[Line]], list[tuple[int, str, int]]]:
