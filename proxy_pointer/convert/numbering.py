@@ -29,7 +29,9 @@ _RULES: tuple[tuple[int, re.Pattern[str]], ...] = (
 #: The rank of a part, book or volume: nothing in a document is above it.
 TOP_RANK = 10
 # "3 Results", "3. Results", "3.2 Data", "A.1 Proofs": depth = number of parts.
-_DECIMAL = re.compile(r"^(?P<num>(?:\d{1,2}|[A-Z])(?:\.\d{1,2}){0,4})\.?\s+(?=[A-Za-z(\"'])")
+# "1A. Risk Factors" (a filing's item without its label) is a number too, with its dot.
+_DECIMAL = re.compile(r"^(?P<num>(?:\d{1,2}|[A-Z])(?:\.\d{1,2}){0,4}|\d{1,2}[A-Z](?=\.))\.?\s+"
+                      r"(?=[A-Za-z(\"'])")
 #: Any heading :func:`numbering_rank` recognises.
 NUMBERED_HEADING = re.compile("|".join(p.pattern for _, p in _RULES)
                               + "|" + _DECIMAL.pattern)

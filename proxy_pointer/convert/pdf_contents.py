@@ -9,9 +9,9 @@ at every step; here it is read from the layout and checked against the page text
   "Securities 19") is joined to it; a short line without a page number between entries
   ("PART II", "OUR FINANCIAL RESULTS") is a group header. Contents pages that follow each
   other make one list.
-* **Depth.** An entry nests under the entry before it that is clearly less indented, or,
-  at the same indentation, under a numbered entry of a higher numbering rank (``PART`` >
-  ``Item``, :mod:`.numbering`) or a group header.
+* **Depth.** An entry nests under the entry before it of a higher numbering rank when both
+  are numbered (``PART`` > ``Item``, :mod:`.numbering`), under the group header before it,
+  or under an entry that is clearly less indented.
 * **Pages.** A printed page becomes a physical one through the page numbers the pages
   themselves print (kept by :func:`~.pdf_lines.drop_running_lines`): the first page after
   the list that prints that number, or the nearest printed neighbour's offset. Without
@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .numbering import numbering_rank
+from .numbering import TOP_RANK, numbering_rank
 from .pdf_lines import Line, is_table_row, is_toc_line
 
 __all__ = [
@@ -185,7 +185,9 @@ def read_entries(lines: list[Line], source: int, pages: int = 10_000) -> list[En
             continue
         pending = None
         rank = numbering_rank(title)
-        if page is None and not ((out or rank is not None) and _group_header(title, rank)):
+        labelled = page is None and _COLUMN_LABEL.search(text) is not None
+        if page is None and not ((out or rank is not None) and _group_header(title, rank)
+                                 and (rank is not None or not labelled)):
             continue
         if len(title_key(title)) >= _MIN_KEY and head is not None:
             out.append(Entry(title, page, source, head.left, rank, head))
@@ -195,15 +197,16 @@ def read_entries(lines: list[Line], source: int, pages: int = 10_000) -> list[En
 
 
 def _above(top: Entry, entry: Entry) -> bool:
-    """Whether ``top`` is a parent of ``entry`` when it comes before it in a list."""
-    if top.indent < entry.indent - _INDENT:
-        return True
-    if top.indent > entry.indent + _INDENT:
-        return False
+    """Whether ``top`` is a parent of ``entry`` when it comes before it in a list: by
+    numbering when both are numbered (a centred "PART I" is above a left "1. Business"),
+    a group header is above the entries after it, else by indentation."""
     if top.rank is not None and entry.rank is not None:
         return top.rank < entry.rank
-    # a group header over its entries
-    return top.page is None and entry.page is not None
+    if entry.rank is not None and entry.rank <= TOP_RANK:
+        return False  # a part is below no unnumbered entry, however it is indented
+    if top.page is None and entry.page is not None:
+        return True
+    return top.indent < entry.indent - _INDENT
 
 
 def set_depths(entries: list[Entry]) -> None:
@@ -259,15 +262,22 @@ def _match_at(lines: list[Line], k: int, want: str, full: str) -> int:
 
 def find_title(lines: list[Line], title: str) -> tuple[int, int] | None:
     """``(first line, line count)`` of ``title`` on a page (module docstring), or None.
-    Of several lines that spell it, the first that stands out (bold, larger than the page's
-    usual size, or in capitals) wins, else the first."""
+    Of several lines that spell it, one that is exactly the title beats one that only
+    begins with it, then one that stands out (bold, larger than the page's usual size, or
+    in capitals) beats one that does not, then the first wins."""
     want, full = _unlabel(_QUALIFIER.sub("", title)) or _unlabel(title), _unlabel(title)
     hits = [(k, n) for k in range(len(lines)) if (n := _match_at(lines, k, want, full))]
     if not hits:
         return None
     usual = sorted(ln.size for ln in lines)[len(lines) // 2]
-    return next(((k, n) for k, n in hits if lines[k].bold or lines[k].size > usual + 0.5
-                 or lines[k].text.isupper()), hits[0])
+
+    def rank(hit: tuple[int, int]) -> tuple[bool, bool]:
+        k, n = hit
+        exact = _unlabel(" ".join(ln.text for ln in lines[k:k + n])) in (want, full)
+        ln = lines[k]
+        return not exact, not (ln.bold or ln.size > usual + 0.5 or ln.text.isupper())
+
+    return min(hits, key=rank)  # the first exact, prominent line, else the first
 
 
 def _offset_vote(pages: list[list[Line]], entries: list[Entry]) -> int | None:
