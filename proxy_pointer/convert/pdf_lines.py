@@ -13,12 +13,13 @@
   space pdfium generated is re-read glyph by glyph. The line's letter gap is the median gap
   between glyphs with nothing between them; with fewer than two such pairs, the smallest
   gap at a generated space, if at least one other is within the slack of it. A generated
-  space between two letters on one baseline whose gap exceeds the letter gap by less than
-  ``_TRACK_SLACK`` of the glyph height, and is under ``_TRACK_MAX`` of it (wider parts
-  table columns), is tracking, not a word space: dropped. A word space adds a space's
-  width (about a quarter of the font size) to the tracking, so it stays. Spaces present in
-  the PDF itself are never dropped; nor those of a line whose glyph pairs are all spaced
-  alike, unless it is a run of at least four letters ("O V E R V I E W", not "A B C").
+  space between letters (or an apostrophe, a hyphen) on one baseline whose gap exceeds the
+  letter gap by less than ``_TRACK_SLACK`` of the glyph height, and is under ``_TRACK_MAX``
+  of it (wider parts table columns), is tracking, not a word space: dropped. A word space
+  adds a space's width (about a quarter of the font size) to the tracking, so it stays.
+  Spaces present in the PDF itself are never dropped; nor those of a line whose glyph
+  pairs are all spaced alike, unless it is a run of at least four letters
+  ("O V E R V I E W" is one word, "A B C" three).
   Mixed-case tracking ("Overvi ew") passes the cheap line test unseen and is left as is.
 """
 
@@ -81,6 +82,11 @@ def alnum(text: str) -> str:
 
 def numbers(text: str) -> int:
     return len(_NUMBER.findall(text))
+
+
+def _in_word(ch: str) -> bool:
+    """A glyph a tracked word is made of: a letter, an apostrophe or a hyphen."""
+    return ch.isalpha() or ch in "'’-"
 
 
 def _suspect(text: str) -> bool:
@@ -165,7 +171,7 @@ class Reader:
         drop: set[int] = set()
         for gap, a, b in spaced:
             if (gap - letter_gap < slack and -slack < gap < _TRACK_MAX * height
-                    and part[a].isalpha() and part[b].isalpha()
+                    and _in_word(part[a]) and _in_word(part[b])
                     and abs(boxes[a][2] - boxes[b][2]) < 0.3 * height):
                 drop.update(range(a + 1, b))
         return drop
