@@ -42,7 +42,7 @@ class PdfConverter:
     """PDF to Markdown (pypdfium2, layout-based headings); see the module docstring."""
 
     name = "pdf"
-    version = "3"
+    version = "4"
     suffixes = CONVERTED_FORMATS["pdf:PdfConverter"]
 
     def convert(self, data: bytes, name: str) -> Converted:
