@@ -7,11 +7,26 @@
   3 of 90" repeats) and lone page numbers there are running headers and footers: dropped.
 * **Contents pages.** A page dominated by lines ending in a page number, or titled
   "Contents", is a table of contents.
+* **Tracked text.** Where glyphs are placed one by one (letter-spaced capitals), pdfium
+  guesses word spaces from the gaps and splits words ("OVERVI EW", "PART I V", "O V E R").
+  A short line that looks like such a heading (mostly capitals, or a lone letter) and has a
+  space pdfium generated is re-read glyph by glyph. The line's letter gap is the median gap
+  between glyphs with nothing between them; with fewer than two such pairs, the smallest
+  gap at a generated space, if at least one other is within the slack of it. A generated
+  space between letters (or an apostrophe, a hyphen) on one baseline whose gap exceeds the
+  letter gap by less than ``_TRACK_SLACK`` of the glyph height, and is under ``_TRACK_MAX``
+  of it (wider parts table columns), is tracking, not a word space: dropped. A word space
+  adds a space's width (about a quarter of the font size) to the tracking, so it stays.
+  Spaces present in the PDF itself are never dropped; nor those of a line whose glyph
+  pairs are all spaced alike, unless it is a run of at least four letters
+  ("O V E R V I E W" is one word, "A B C" three).
+  Mixed-case tracking ("Overvi ew") passes the cheap line test unseen and is left as is.
 """
 
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 import re
 from collections import Counter
@@ -35,6 +50,10 @@ CELL = re.compile(r"^(?:\(?\$?\d[\d,.]*\)?%?|[-–—]+|n/?m|n/?a)$", re.IGNOREC
 _CURRENCY = {"$", "€", "£", "%"}
 _EDGE = 3  # lines at the top and bottom of a page that may be running headers/footers
 RUNNING_SHARE = 0.2  # share of text pages (and at least 3) an edge line repeats on to be noise
+_TRACK_LINE = 120  # longest line checked for tracking-split words
+_TRACK_SLACK = 0.12  # a word space's gap beats the letter gap by more (x glyph height)
+_TRACK_MAX = 0.6  # widest letter tracking (x glyph height); wider gaps part columns
+_SINGLE = re.compile(r"(?:^|\s)[B-HJ-Zb-z](?=\s|$)")  # a lone letter other than a, A, I
 
 
 @dataclass(slots=True)
@@ -66,6 +85,21 @@ def alnum(text: str) -> str:
 
 def numbers(text: str) -> int:
     return len(_NUMBER.findall(text))
+
+
+def _in_word(ch: str) -> bool:
+    """A glyph a tracked word is made of: a letter, an apostrophe or a hyphen."""
+    return ch.isalpha() or ch in "'’-"
+
+
+def _suspect(text: str) -> bool:
+    """A short line with a space that may split a letter-spaced word: mostly capitals, or a
+    lone letter. Only these are re-read glyph by glyph, which keeps the reader fast."""
+    if len(text) > _TRACK_LINE or " " not in text:
+        return False
+    letters = sum(1 for ch in text if ch.isalpha())
+    upper = sum(1 for ch in text if ch.isupper())
+    return (letters >= 3 and 5 * upper >= 3 * letters) or _SINGLE.search(text) is not None
 
 
 def is_table_row(text: str) -> bool:
@@ -104,6 +138,47 @@ class Reader:
         box = (r.top - r.bottom, r.top, r.bottom, r.right, r.left)
         return box if all(map(math.isfinite, box)) else (0.0, 0.0, 0.0, 0.0, 0.0)
 
+    def _tracking(self, tp: object, start: int, part: str) -> set[int]:
+        """Offsets in ``part`` of the spaces pdfium generated where the gap is only the
+        line's letter tracking (see the module docstring)."""
+        glyphs = [i for i, ch in enumerate(part) if not ch.isspace() and ch != "\x00"]
+        if not glyphs or not any(ch == " " and pdfium_c.FPDFText_IsGenerated(tp, start + i) == 1
+                                 for i, ch in enumerate(part)):
+            return set()
+        boxes: dict[int, tuple[float, float, float, float]] = {}
+        for i in glyphs:
+            size, _, bottom, right, left = self._box(tp, start + i)
+            boxes[i] = (left, right, bottom, size)
+        unspaced: list[float] = []
+        spaced: list[tuple[float, int, int]] = []  # gap, glyph before, glyph after
+        for a, b in itertools.pairwise(glyphs):
+            gap = boxes[b][0] - boxes[a][1]
+            if b == a + 1:
+                unspaced.append(gap)
+            elif all(part[k] == " " and pdfium_c.FPDFText_IsGenerated(tp, start + k) == 1
+                     for k in range(a + 1, b)):
+                spaced.append((gap, a, b))
+        if not spaced:
+            return set()
+        height = sorted(box[3] for box in boxes.values())[len(boxes) // 2]
+        slack = _TRACK_SLACK * height
+        if len(unspaced) >= 2:
+            letter_gap = sorted(unspaced)[len(unspaced) // 2]
+        else:
+            gaps = sorted(gap for gap, _, _ in spaced)
+            letter_gap = gaps[0]
+            tracked = sum(1 for gap in gaps if gap - letter_gap < slack)
+            if tracked < 2 or (tracked == len(gaps) and (
+                    len(glyphs) < 4 or not all(part[i].isalpha() for i in glyphs))):
+                return set()
+        drop: set[int] = set()
+        for gap, a, b in spaced:
+            if (gap - letter_gap < slack and -slack < gap < _TRACK_MAX * height
+                    and _in_word(part[a]) and _in_word(part[b])
+                    and abs(boxes[a][2] - boxes[b][2]) < 0.3 * height):
+                drop.update(range(a + 1, b))
+        return drop
+
     def lines(self, page: pdfium.PdfPage, index: int) -> list[Line]:
         """The page's non-blank lines in pdfium's reading order."""
         tp = page.get_textpage()
@@ -130,6 +205,9 @@ class Reader:
                     size, top, _, _, left = self._box(raw, first)
                     _, _, bottom, right, _ = self._box(raw, last)
                     bold = self._bold(raw, first) and self._bold(raw, last)
+                    if _suspect(stripped):  # drop spaces that split tracked words
+                        drop = self._tracking(raw, start, part)
+                        stripped = "".join(ch for i, ch in enumerate(part) if i not in drop)
                     clean = " ".join(stripped.replace("\x00", "").split())
                     out.append(Line(clean, index, round(size, 1), bold,
                                      height - top, height - bottom, right=right,
