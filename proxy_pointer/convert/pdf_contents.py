@@ -76,7 +76,7 @@ _KINDS = (("comprehensive", re.compile(r"comprehensive", re.I)),
           ("cash", re.compile(r"cash\s+flow", re.I)),
           ("equity", re.compile(r"equity|deficit", re.I)),
           ("position", re.compile(r"balance\s+sheet|financial\s+(?:position|condition)", re.I)),
-          ("income", re.compile(r"income|operations|earnings|profit", re.I)))
+          ("income", re.compile(r"income|operations|earnings|profit|loss", re.I)))
 _CONTINUED = re.compile(r"\bcontinued\b|\(cont(?:'d|\.)?\)", re.IGNORECASE)
 _CAPTION_LINES = 8  # a statement's title is among the first lines of its page
 _TABLE_ROWS = 6  # ... and the page holds at least this many table rows
@@ -421,7 +421,7 @@ def place_statements(pages: list[list[Line]], anchors: dict[int, Line]) -> int:
 
 def _kind(title: str) -> str:
     """Which of the five primary statements a statement title names."""
-    return next(kind for kind, pattern in _KINDS if pattern.search(title))
+    return next((kind for kind, pattern in _KINDS if pattern.search(title)), title.lower())
 
 
 def _level_statement(pages: list[list[Line]], caption: Line, anchors: dict[int, Line]

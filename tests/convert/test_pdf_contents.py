@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 from fpdf import FPDF
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from proxy_pointer.convert import page_of
 from proxy_pointer.convert.pdf import PdfConverter
@@ -233,3 +235,37 @@ def test_title_key_ignores_case_plural_and_punctuation() -> None:
         "CONSOLIDATED STATEMENT OF CASH FLOW")
     assert title_key("Management’s Discussion") == title_key("MANAGEMENT'S DISCUSSION")
     assert title_key("Item 7A. Risk") != title_key("Item 7. Risk")
+
+
+_WORDS = ["PART I", "PART II", "Item 1.", "Item 7A.", "Note 3", "1.", "2.1", "Overview",
+          "Consolidated", "Statements of", "Cash Flows", "Balance Sheets", "Income", "loss",
+          "Contents", "Page", "for the years ended December 31, 2022", "(continued)",
+          "1,234", "$", "2022", "2021", "iv", "A-1", "....", "•", "of", "and", "Securities"]
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.tuples(
+    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=6),
+    st.integers(0, 200), st.integers(0, 60), st.booleans()), max_size=25),
+    min_size=1, max_size=12), st.data())
+def test_any_pages_place_without_error_at_valid_levels(
+        pages_spec: list[list[tuple[list[str], int, int, bool]]], data: st.DataObject) -> None:
+    """Whatever the pages hold, contents, statements and layout place headings only on
+    existing lines, at levels 1-6, and never raise."""
+    from proxy_pointer.convert.pdf_contents import place_contents, place_statements
+    from proxy_pointer.convert.pdf_layout import layout_headings
+    from proxy_pointer.convert.pdf_lines import is_toc_page
+
+    pages = [[Line(" ".join(words) + (f" {num}" if num % 3 else ""), p, 10.0 + bold, bold,
+                   20.0 * k, 20.0 * k + 10, right=300.0, left=float(indent))
+              for k, (words, num, indent, bold) in enumerate(spec)]
+             for p, spec in enumerate(pages_spec)]
+    printed = data.draw(st.lists(st.one_of(st.none(), st.integers(1, 300)),
+                                 min_size=len(pages), max_size=len(pages)))
+    toc = {i for i, p in enumerate(pages) if is_toc_page(p)}
+    placed = place_contents(pages, toc, printed)
+    place_statements(pages, placed.anchors)
+    layout_headings(pages, toc, placed.anchors)
+    assert all(0 <= ln.heading <= 6 for page in pages for ln in page)
+    assert all(ln.heading >= 1 for page in pages for ln in page if ln.fixed or ln.caption)
