@@ -34,6 +34,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .numbering import TOP_RANK, numbering_rank
 from .pdf_lines import Line, is_table_row, is_toc_line
@@ -88,6 +89,7 @@ _NEARBY = (0, 1, -1, 2)  # pages tried around the computed one, in order
 _MIN_KEY = 4  # characters of key a title needs to be looked for at all
 
 
+@lru_cache(maxsize=1 << 16)  # a page's lines are compared with every entry that names it
 def title_key(text: str) -> str:
     """A title's key for tolerant matching: lower-case letters and digits only, each word's
     plural ``s`` and a possessive ``'s`` dropped ("Statements of Cash Flows" and
@@ -126,7 +128,7 @@ class Placement:
 def _split_page(text: str) -> tuple[str, int | None] | None:
     """``(title, printed page)`` of a contents line, ``(title, None)`` for a line without a
     number, ``None`` for a line whose page is not a plain number (roman, "A-1")."""
-    m = _PAGE_AT_END.search(text)
+    m = _PAGE_AT_END.search(text) if text[-1:].isdigit() else None
     title = text[:m.start()].rstrip(" .\u2026") if m is not None else ""
     if m is not None and (title[-1:].isalpha() or title[-1:] in ")]"
                           or _YEAR_END.search(title)):
@@ -224,6 +226,7 @@ def _core(title: str) -> str:
     return title_key(_QUALIFIER.sub("", title)) or title_key(title)
 
 
+@lru_cache(maxsize=1 << 16)
 def _unlabel(text: str) -> str:
     """A text's key without its numbering label: "Item 1. Business" matches "1. Business"."""
     return title_key(_LABEL.sub("", text))
@@ -231,7 +234,7 @@ def _unlabel(text: str) -> str:
 
 def _listed(text: str, want: str) -> bool:
     """Whether a line is a contents entry for the title (the title, then a page number)."""
-    m = _PAGE_AT_END.search(text)
+    m = _PAGE_AT_END.search(text) if text[-1:].isdigit() else None
     return m is not None and _unlabel(text[:m.start()]).startswith(want)
 
 
@@ -402,7 +405,8 @@ def place_statements(pages: list[list[Line]], anchors: dict[int, Line]) -> int:
             if ln.heading and (m := _STATEMENT.match(ln.text))}
     placed = 0
     for lines in pages:
-        if sum(1 for ln in lines if is_table_row(ln.text)) < _TABLE_ROWS:
+        if not any(_STATEMENT.match(ln.text) for ln in lines[:_CAPTION_LINES]) or sum(
+                1 for ln in lines if is_table_row(ln.text)) < _TABLE_ROWS:
             continue
         for k, ln in enumerate(lines[:_CAPTION_LINES]):
             m = _STATEMENT.match(ln.text)

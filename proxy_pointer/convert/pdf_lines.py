@@ -97,9 +97,10 @@ def _suspect(text: str) -> bool:
     lone letter. Only these are re-read glyph by glyph, which keeps the reader fast."""
     if len(text) > _TRACK_LINE or " " not in text:
         return False
-    letters = sum(1 for ch in text if ch.isalpha())
-    upper = sum(1 for ch in text if ch.isupper())
-    return (letters >= 3 and 5 * upper >= 3 * letters) or _SINGLE.search(text) is not None
+    if _SINGLE.search(text) is not None:
+        return True
+    letters = sum(map(str.isalpha, text))
+    return letters >= 3 and 5 * sum(map(str.isupper, text)) >= 3 * letters
 
 
 def is_table_row(text: str) -> bool:
@@ -109,8 +110,6 @@ def is_table_row(text: str) -> bool:
         return True
     n = numbers(text)
     return n >= 2 and 3 * n >= len(tokens)
-
-
 
 
 class Reader:
