@@ -378,7 +378,7 @@ class DocxConverter:
     """
 
     name = "docx"
-    version = "1"
+    version = "2"  # 2: "1A." is a number (numbering.py), so such paragraphs may become headings
     suffixes = CONVERTED_FORMATS["docx:DocxConverter"]
 
     def convert(self, data: bytes, name: str) -> Converted:
