@@ -21,9 +21,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..convert.pdf_lines import is_table_row
 from ..tokens import WORD_PIECES, DocumentTokens, Sizer, SpanCounter, WordPieceCounter
 
-__all__ = ["Piece", "SplitContext", "embed_view", "split_bodies"]
+__all__ = ["Piece", "SplitContext", "embed_view", "split_bodies", "table_layout"]
 
 _SEPARATORS = ["\n\n", "\n", "。", ". ", "! ", "? ", "；", "; ", "，", ", ", " "]
 _SEPARATOR_ENDS = frozenset(sep[-1] for sep in _SEPARATORS)
@@ -225,6 +226,89 @@ def _strip_span(text: str, a: int, b: int) -> tuple[int, int]:
     while b > a and text[b - 1].isspace():
         b -= 1
     return a, b
+
+
+# --- a table block's header and rows, for handing over part of a table ----------------------
+_HEAD_ROWS = 5  # lines above a text table's first data row that may be its header
+_HTML_HEAD_ROWS = 3  # rows without data atop an HTML table without <thead>
+_VALUE_RE = re.compile(r"(?<![A-Za-z])\(?\$?\d[\d,.]*\)?%?(?![A-Za-z])")
+_YEAR_RE = re.compile(r"^\(?(?:19|20)\d\d\)?$")
+_DATE_RE = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+"
+                      r"\d{1,2}\b,?", re.I)
+_TR_START_RE = re.compile(r"<tr\b", re.I)
+
+
+def table_layout(lines: Sequence[str]) -> tuple[int, list[tuple[int, int]]] | None:
+    """A table block's header and rows: ``(header lines, row spans)``, the spans ``[a, b)``
+    tiling the lines after the header; None when ``lines`` (one block) is no table.
+
+    The header is what names the columns, so a row handed over without it loses which year
+    or unit its numbers belong to: a Markdown pipe table's header row and separator; an
+    HTML table's opening up to ``</thead>`` (without one, the rows before its first number
+    that is not a year, at most ``_HTML_HEAD_ROWS``), each ``<tr>`` a row; a block of text
+    rows, one per line as the PDF converter writes a table, the lines before its first row
+    holding an amount (a year or a date is not one), at most ``_HEAD_ROWS``, each line a row.
+    """
+    lead = 0  # blank lines before the table go with its header
+    while lead < len(lines) and not lines[lead].strip():
+        lead += 1
+    found = _layout(lines[lead:])
+    if found is None:
+        return None
+    head, rows = found
+    return lead + head, [(lead + a, lead + b) for a, b in rows]
+
+
+def _layout(lines: Sequence[str]) -> tuple[int, list[tuple[int, int]]] | None:
+    """:func:`table_layout` of lines that start with the table."""
+    n = len(lines)
+    while n and not lines[n - 1].strip():
+        n -= 1
+    if n < 3:
+        return None
+    if "|" in lines[0] and _MD_DELIM_RE.match(lines[1]) and "-" in lines[1]:
+        return 2, _line_rows(2, len(lines))
+    if lines[0].lstrip()[:6].lower() == "<table":
+        return _html_layout(lines)
+    data = [k for k in range(n) if _data_row(lines[k])]
+    if len(data) < 2 or 3 * len(data) < n or data[0] > _HEAD_ROWS:
+        return None
+    return data[0], _line_rows(data[0], len(lines))
+
+
+def _line_rows(head: int, n: int) -> list[tuple[int, int]]:
+    return [(k, k + 1) for k in range(head, n)]
+
+
+def _data_row(line: str) -> bool:
+    """A table row holding an amount (:func:`_has_amount`)."""
+    return is_table_row(line) and _has_amount(line)
+
+
+def _html_layout(lines: Sequence[str]) -> tuple[int, list[tuple[int, int]]] | None:
+    """:func:`table_layout` of an HTML table: a row runs from a ``<tr`` line to the next
+    (``</thead>``, ``<tbody>`` and the closing tags go with the row before them)."""
+    starts = [k for k, line in enumerate(lines) if _TR_START_RE.search(line)]
+    if len(starts) < 2:
+        return None
+    rows = list(zip(starts, [*starts[1:], len(lines)], strict=True))
+    text = [_plain(" ".join(lines[a:b])) for a, b in rows]
+    thead = next((k for k, line in enumerate(lines) if _THEAD_END_RE.search(line)), None)
+    if thead is not None:
+        head = sum(1 for a, _ in rows if a < thead)
+    else:
+        head = 0
+        while head < min(_HTML_HEAD_ROWS, len(rows) - 1) and not _has_amount(text[head]):
+            head += 1
+        if not any(_has_amount(t) for t in text[head:]):
+            head = 0
+    head = min(head, len(rows) - 1)
+    return rows[head][0], rows[head:]
+
+
+def _has_amount(text: str) -> bool:
+    """Whether ``text`` holds a number that is neither a year nor a date's day."""
+    return any(not _YEAR_RE.match(v) for v in _VALUE_RE.findall(_DATE_RE.sub(" ", text)))
 
 
 def embed_view(text: str, view: str) -> str:
