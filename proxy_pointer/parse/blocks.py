@@ -230,7 +230,7 @@ def _strip_span(text: str, a: int, b: int) -> tuple[int, int]:
 
 # --- a table block's header and rows, for handing over part of a table ----------------------
 _HEAD_ROWS = 5  # lines above a text table's first data row that may be its header
-_HTML_HEAD_ROWS = 3  # rows without data atop an HTML table without <thead>
+_HEAD_LABELS = 2  # rows without an amount that still head a pipe or HTML table
 _VALUE_RE = re.compile(r"(?<![A-Za-z])\(?\$?\d[\d,.]*\)?%?(?![A-Za-z])")
 _YEAR_RE = re.compile(r"^\(?(?:19|20)\d\d\)?$")
 _DATE_RE = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+"
@@ -243,11 +243,13 @@ def table_layout(lines: Sequence[str]) -> tuple[int, list[tuple[int, int]]] | No
     tiling the lines after the header; None when ``lines`` (one block) is no table.
 
     The header is what names the columns, so a row handed over without it loses which year
-    or unit its numbers belong to: a Markdown pipe table's header row and separator; an
-    HTML table's opening up to ``</thead>`` (without one, the rows before its first number
-    that is not a year, at most ``_HTML_HEAD_ROWS``), each ``<tr>`` a row; a block of text
-    rows, one per line as the PDF converter writes a table, the lines before its first row
-    holding an amount (a year or a date is not one), at most ``_HEAD_ROWS``, each line a row.
+    or unit its numbers belong to: a Markdown pipe table's header row and separator (and
+    up to ``_HEAD_LABELS`` rows under them without an amount: a years row under a
+    caption), each line a row; an HTML table's opening up to ``</thead>`` (without one,
+    its rows before the first amount, at most ``_HEAD_LABELS + 1``), each ``<tr>`` a row;
+    a block of text rows, one per line as the PDF converter writes a table, the lines
+    before its first row holding an amount (a year or a date is not one), at most
+    ``_HEAD_ROWS``, each line a row.
     """
     lead = 0  # blank lines before the table go with its header
     while lead < len(lines) and not lines[lead].strip():
@@ -267,22 +269,17 @@ def _layout(lines: Sequence[str]) -> tuple[int, list[tuple[int, int]]] | None:
     if n < 3:
         return None
     if "|" in lines[0] and _MD_DELIM_RE.match(lines[1]) and "-" in lines[1]:
-        return 2, _line_rows(2, len(lines))
+        head = 2  # a converted table's first row may be a caption over its years row
+        while head < min(2 + _HEAD_LABELS, n - 1) and not _has_amount(lines[head]):
+            head += 1
+        head = head if any(_has_amount(line) for line in lines[head:n]) else 2
+        return head, [(k, k + 1) for k in range(head, len(lines))]
     if lines[0].lstrip()[:6].lower() == "<table":
         return _html_layout(lines)
-    data = [k for k in range(n) if _data_row(lines[k])]
+    data = [k for k in range(n) if is_table_row(lines[k]) and _has_amount(lines[k])]
     if len(data) < 2 or 3 * len(data) < n or data[0] > _HEAD_ROWS:
         return None
-    return data[0], _line_rows(data[0], len(lines))
-
-
-def _line_rows(head: int, n: int) -> list[tuple[int, int]]:
-    return [(k, k + 1) for k in range(head, n)]
-
-
-def _data_row(line: str) -> bool:
-    """A table row holding an amount (:func:`_has_amount`)."""
-    return is_table_row(line) and _has_amount(line)
+    return data[0], [(k, k + 1) for k in range(data[0], len(lines))]
 
 
 def _html_layout(lines: Sequence[str]) -> tuple[int, list[tuple[int, int]]] | None:
@@ -298,7 +295,7 @@ def _html_layout(lines: Sequence[str]) -> tuple[int, list[tuple[int, int]]] | No
         head = sum(1 for a, _ in rows if a < thead)
     else:
         head = 0
-        while head < min(_HTML_HEAD_ROWS, len(rows) - 1) and not _has_amount(text[head]):
+        while head < min(_HEAD_LABELS + 1, len(rows) - 1) and not _has_amount(text[head]):
             head += 1
         if not any(_has_amount(t) for t in text[head:]):
             head = 0

@@ -104,6 +104,10 @@ def test_table_layout_names_each_shape_header() -> None:
     html = html_table(3)  # a row runs to the next <tr>; the closing tags go with the last
     assert table_layout(html) == (5, [(5, 6), (6, 7), (7, 10)])
     assert table_layout([PROSE, PROSE, PROSE]) is None
+    # a converted table whose first row is a caption: its years row heads it too
+    captioned = ["| Years ended | | |", "| --- | --- | --- |", "|  | 2022 | 2021 |",
+                 "| Net sales | 34,229 | 35,355 |", "| Cost | 19,232 | 18,795 |"]
+    assert table_layout(captioned) == (3, [(3, 4), (4, 5)])
     # years and dates are not amounts: the header runs to the first row holding one
     assert table_layout(["December 31, 2022 2021", "Cash 3,655 4,564", "Debt 1,938 1,307"]
                         ) == (1, [(1, 2), (2, 3)])
