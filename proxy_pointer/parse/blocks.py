@@ -232,7 +232,7 @@ def _strip_span(text: str, a: int, b: int) -> tuple[int, int]:
 _HEAD_ROWS = 5  # lines above a text table's first data row that may be its header
 _HEAD_LABELS = 2  # rows without an amount that still head a pipe or HTML table
 _VALUE_RE = re.compile(r"(?<![A-Za-z])\(?\$?\d[\d,.]*\)?%?(?![A-Za-z])")
-_YEAR_RE = re.compile(r"^\(?(?:19|20)\d\d\)?$")
+_YEAR_RE = re.compile(r"^\(?(?:19|20)\d\d\)?[,.]?$")
 _DATE_RE = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+"
                       r"\d{1,2}\b,?", re.I)
 _TR_START_RE = re.compile(r"<tr\b", re.I)

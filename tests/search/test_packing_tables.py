@@ -109,5 +109,6 @@ def test_table_layout_names_each_shape_header() -> None:
                  "| Net sales | 34,229 | 35,355 |", "| Cost | 19,232 | 18,795 |"]
     assert table_layout(captioned) == (3, [(3, 4), (4, 5)])
     # years and dates are not amounts: the header runs to the first row holding one
-    assert table_layout(["December 31, 2022 2021", "Cash 3,655 4,564", "Debt 1,938 1,307"]
-                        ) == (1, [(1, 2), (2, 3)])
+    for years in ("December 31, 2022 2021", "Years ended December 31, 2022, December 25, 2021"):
+        assert table_layout([years, "Cash 3,655 4,564", "Debt 1,938 1,307"]
+                            ) == (1, [(1, 2), (2, 3)])
