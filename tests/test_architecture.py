@@ -41,7 +41,7 @@ LAYERS = [
     # protocols and leaves: no dependency on anything but errors
     {"errors", "defaults", "access", "tokens", "_retry", "bundled", "llm.base", "llm.scripted",
      "embeddings.base", "convert.base", "convert.numbering", "convert.markdown",
-     "convert.pdf_lines"},
+     "convert.pdf_lines", "convert.pdf_tables"},
     {"convert.pdf_layout", "convert.pdf_contents"},
     {"convert.pdf", "convert.html", "convert.docx", "convert",
      "documents", "parse.tree", "parse.headings", "refs", "parse"},

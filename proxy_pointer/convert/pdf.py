@@ -15,7 +15,8 @@ declares, then from layout:
 * **Layout** (:mod:`.pdf_layout`) finds the other headings (bigger or bolder short lines)
   and nests them below the contents' headings.
 * **Body.** A paragraph's lines are joined (a hyphen at a line end is dropped when the next
-  line starts lower-case); table rows stay one per line. Paragraphs never cross pages, so
+  line starts lower-case); table rows stay one per line, and a table's header and label
+  lines join its rows in one block (:mod:`.pdf_tables`). Paragraphs never cross pages, so
   :attr:`Converted.page_starts` is exact.
 """
 
@@ -33,6 +34,7 @@ from .base import ConversionError, Converted
 from .pdf_contents import Placement, place_contents, place_statements
 from .pdf_layout import layout_headings
 from .pdf_lines import BULLET, Line, Reader, alnum, drop_running_lines, is_table_row, is_toc_page
+from .pdf_tables import group_tables
 
 __all__ = ["PdfConverter"]
 
@@ -197,8 +199,9 @@ def _join(text: str, more: str) -> str:
     return f"{text} {more}"
 
 
-def _blocks(lines: list[Line], plain: bool) -> Iterator[list[str]]:
-    """A page's output blocks: headings, paragraphs (joined lines), runs of table rows."""
+def _blocks(lines: list[Line], plain: bool) -> Iterator[tuple[str, list[str]]]:
+    """A page's output blocks as ``(kind, lines)``: headings (``"heading"``), paragraphs of
+    joined lines (``"para"``) and runs of table rows (``"rows"``)."""
     para: list[str] = []
     rows: list[str] = []
     prev: Line | None = None
@@ -207,19 +210,19 @@ def _blocks(lines: list[Line], plain: bool) -> Iterator[list[str]]:
         if not ln.heading and _MARKDOWN_START.match(text):
             text = "\\" + text  # "# Denotes ..." or "---" in body text is not markup
         if ln.heading:
-            yield from filter(None, (para, rows))
+            yield from _flush(para, rows)
             para, rows, prev = [], [], None
-            yield ["#" * ln.heading + " " + text]
+            yield "heading", ["#" * ln.heading + " " + text]
             continue
         if plain or is_table_row(text):
             if para:
-                yield para
+                yield "para", para
                 para = []
             rows.append(text)
             prev = None
             continue
         if rows:
-            yield rows
+            yield "rows", rows
             rows = []
         size = max(ln.size, prev.size, 1.0) if prev is not None else 0.0
         if (prev is not None and para and -0.5 * size < ln.top - prev.bottom <= 0.5 * size
@@ -227,10 +230,18 @@ def _blocks(lines: list[Line], plain: bool) -> Iterator[list[str]]:
             para[-1] = _join(para[-1], text)
         else:
             if para:
-                yield para
+                yield "para", para
             para = [text]
         prev = ln
-    yield from filter(None, (para, rows))
+    yield from _flush(para, rows)
+
+
+def _flush(para: list[str], rows: list[str]) -> Iterator[tuple[str, list[str]]]:
+    """The open paragraph and run of rows, those that hold lines."""
+    if para:
+        yield "para", para
+    if rows:
+        yield "rows", rows
 
 
 def _render(pages: list[list[Line]], toc: set[int]) -> tuple[str, tuple[int, ...]]:
@@ -239,7 +250,8 @@ def _render(pages: list[list[Line]], toc: set[int]) -> tuple[str, tuple[int, ...
     firsts: list[int | None] = []
     for p, lines in enumerate(pages):
         first = None
-        for block in _blocks(lines, p in toc):
+        blocks = _blocks(lines, p in toc)
+        for block in (group_tables(blocks) if p not in toc else (b for _, b in blocks)):
             if out:
                 out.append("")
             if first is None:

@@ -21,8 +21,17 @@ its best chunk. A unit scores as the best hit chunk that covers it (a piece of a
 line: the chunks whose characters overlap it); units under the same chunk are ordered by
 their own BM25 match with the question (corpus IDF), which ``lexical_weight`` > 0 also
 adds to the score.
-Taking a unit costs its word pieces plus, for a section's first unit, its heading and,
-for every new gap, an ``[…]`` marker, so the count is exact.
+A table (:func:`~proxy_pointer.parse.blocks.table_layout`: a Markdown pipe table, or text
+rows one per line as the PDF converter writes a statement) up to ``_TABLE_SHARE`` of the
+budget, or within the block limit above, is one unit, which its section may take beyond
+``section_cap``. A larger one is tiled into its header (the lines that name its columns:
+which year, which unit) and its rows, and a row is only ever taken with its header. In a
+table with rows that match the question's words, every row scores as the best of them and
+goes by its distance from them, and once a row does not fit no row farther off is taken
+first: the rows around the asked figure, not the first rows of a chunk.
+Taking a unit costs its word pieces plus, for a section's first unit, its heading, for a
+table row its header when not yet taken, and, for every new gap, an ``[…]`` marker, so
+the count is exact.
 
 The per-section choice between the whole section and its best pieces follows the order:
 
@@ -49,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..convert.base import page_span
 from ..errors import ConfigError
+from ..parse.blocks import table_layout
 from ..parse.segmentation import paragraphs
 from ..stores.lexical import terms as line_terms_of
 from ..tokens import count_tokens, truncate_to_tokens
@@ -65,6 +75,10 @@ _INLINE_ELLIPSIS = "[…] "  # or inside a long line (both cost the same word pi
 _MIN_WINDOW = 48  # tokens: fewer, and only pieces of a line, make a stub, not a window
 _PIECE = 128  # tokens: most of one piece of a long line (sentences; windows past this)
 _PARAGRAPH_LINE = 1.5  # a line up to this many times a section's share is a long paragraph
+# A table up to this share of the budget is handed over whole, beyond the section cap.
+# Swept 0.25-0.75 (financebench-dev, finance-10k): larger shares lost questions at 1000
+# tokens (a whole statement crowds out the other sections) and won none.
+_TABLE_SHARE = 0.25
 
 
 def pack(index: Corpus, selected: Selected, budget: int, terms: dict[str, float], *,
@@ -83,21 +97,9 @@ def pack(index: Corpus, selected: Selected, budget: int, terms: dict[str, float]
         raise ConfigError(f"order must be 'evidence' or 'sections', got {order!r}")
     ell = count_tokens(_ELLIPSIS)
     section_cap = budget if section_cap is None else min(section_cap, budget)
-    norm = sum(terms.values()) or 1.0
     plans = [_plan(index, cand, start, end, budget, section_cap, ell)
              for cand, (start, end) in selected]
-    # (-score, tie, plan, unit): within one chunk (equal scores) the block that matches
-    # the question's words best goes first; the pieces of a long line go in reading order,
-    # since a run of sentences keeps a paragraph whole where a patchwork of them would not
-    # (starting at the best-matching piece instead lost 1-2 of 21 questions on the 10-Ks'
-    # long-line shape).
-    ranked: list[tuple[float, float, int, int]] = []
-    for k, p in enumerate(plans):
-        for u, (score, lex) in enumerate(_unit_scores(index, p, terms, norm)):
-            if score > 0:
-                tie = -lex if p.units[u][2] is None else 0.0
-                ranked.append((-score * (1 + lexical_weight * lex), tie, k, u))
-    ranked.sort()
+    ranked = _rank(index, plans, terms, lexical_weight)
     left = budget
     if order == "evidence":
         # A piece of a line barely over the share (a long paragraph rather than a section
@@ -105,12 +107,16 @@ def pack(index: Corpus, selected: Selected, budget: int, terms: dict[str, float]
         # paragraph is less likely to hold a whole piece of evidence than a whole one.
         whole_hit = {k for _, _, k, u in ranked if plans[k].units[u][2] is None}
         waiting = []
+        full = set()  # tables a row did not fit: rows farther off would be a patchwork
         for r in ranked:
             _, _, k, u = r
+            table = (k, plans[k].needs.get(u, -1))
             if u in plans[k].waits and k in whole_hit:
                 waiting.append(r)
-            else:
+            elif table not in full:
                 left = _take(plans[k], u, left, section_cap, ell)
+                if u not in plans[k].keep and table[1] >= 0:
+                    full.add(table)
         for _, _, k, u in waiting:
             left = _take(plans[k], u, left, section_cap, ell)
         # What is left grows the opened sections, best first: up to the cap, then beyond.
@@ -185,6 +191,8 @@ class _Plan:
     cut: int | None = None  # tokens of the one kept unit when it had to be cut to fit
     used: int = 0  # tokens taken so far: heading, kept units and one marker per gap
     waits: set[int] = field(default_factory=set)  # pieces of long paragraphs (see pack)
+    needs: dict[int, int] = field(default_factory=dict)  # a table row's header unit
+    wide: dict[int, int] = field(default_factory=dict)  # a whole table's section cap
 
     def delta(self, u: int) -> int:
         """Change in the number of gaps if unit ``u`` joins ``keep``."""
@@ -215,6 +223,7 @@ def _plan(index: Corpus, cand: Candidate, start: int, end: int, budget: int,
     # half the budget on (a paragraph is the unit of evidence: one cut costs more than it
     # saves), a line into sentences only where it could not be taken at all.
     largest = max(_MIN_WINDOW // 2, section_cap - p.head - 2 * ell)  # tokens of one unit
+    lines = index.tree(cand.doc_id).lines
     for i, j in paragraphs([cost[x] == 0 for x in range(p.lo, end)]):
         i, j = p.lo + i, p.lo + j
         size = sum(cost[i:j])
@@ -222,18 +231,46 @@ def _plan(index: Corpus, cand: Candidate, start: int, end: int, budget: int,
             p.units.append((i, j, None, None))
             p.costs.append(size)
             continue
-        for x in range(i, j):
+        layout = table_layout(lines[i:j]) if j - i > 2 else None
+        if layout is not None and size <= min(int(_TABLE_SHARE * budget),
+                                              budget - p.head - 2 * ell):
+            p.wide[len(p.units)] = p.head + size + 2 * ell  # a table that fits: whole
+            p.units.append((i, j, None, None))
+            p.costs.append(size)
+            continue
+        header = sum(cost[i:i + layout[0]]) if layout is not None else 0
+        if layout is None or not 0 < header <= largest // 2:
+            _tile(index, p, largest, [(x, x + 1) for x in range(i, j)])
+            continue
+        head = len(p.units)  # the table's header, taken with any of its rows
+        p.units.append((i, i + layout[0], None, None))
+        p.costs.append(header)
+        _tile(index, p, largest - header, [(i + a, i + b) for a, b in layout[1]])
+        p.needs.update({u: head for u in range(head + 1, len(p.units))})
+    p.gaps = 1 if p.units else 0
+    return p
+
+
+def _tile(index: Corpus, p: _Plan, largest: int, rows: list[tuple[int, int]]) -> None:
+    """Units of a block too big to be one: each of its ``rows`` (line spans) that fits
+    ``largest``, else its lines, and a line still larger its sentences."""
+    cost = index.line_tokens(p.cand.doc_id)
+    for a, b in rows:
+        if b - a > 1 and sum(cost[a:b]) <= largest:
+            p.units.append((a, b, None, None))
+            p.costs.append(sum(cost[a:b]))
+            continue
+        for x in range(a, b):
             if cost[x] <= largest:
                 p.units.append((x, x + 1, None, None))
                 p.costs.append(cost[x])
             else:  # one long line: its sentences (or token windows)
-                for a, b, c in index.derived.line_pieces(cand.doc_id, x, min(largest, _PIECE)):
+                for c, d, n in index.derived.line_pieces(p.cand.doc_id, x,
+                                                         min(largest, _PIECE)):
                     if cost[x] <= _PARAGRAPH_LINE * largest:
                         p.waits.add(len(p.units))
-                    p.units.append((x, x + 1, a, b))
-                    p.costs.append(c)
-    p.gaps = 1 if p.units else 0
-    return p
+                    p.units.append((x, x + 1, c, d))
+                    p.costs.append(n)
 
 
 def _unit_scores(index: Corpus, p: _Plan, terms: dict[str, float], norm: float
@@ -269,18 +306,73 @@ def _unit_scores(index: Corpus, p: _Plan, terms: dict[str, float], norm: float
     return out
 
 
+def _rank(index: Corpus, plans: list[_Plan], terms: dict[str, float],
+          lexical_weight: float) -> list[tuple[float, float, int, int]]:
+    """The units under hits, best first, as ``(-score, tie, plan, unit)``."""
+    # (-score, tie, plan, unit): within one chunk (equal scores) the block that matches
+    # the question's words best goes first; the pieces of a long line go in reading order,
+    # since a run of sentences keeps a paragraph whole where a patchwork of them would not
+    # (starting at the best-matching piece instead lost 1-2 of 21 questions on the 10-Ks'
+    # long-line shape).
+    ranked: list[tuple[float, float, int, int]] = []
+    for k, p in enumerate(plans):
+        scores = _unit_scores(index, p, terms, sum(terms.values()) or 1.0)
+        rows = _around_matches(p, scores)
+        heads = set(p.needs.values())
+        for u, (score, lex) in enumerate(scores):
+            if u in rows:
+                score, tie = rows[u]
+            elif score <= 0 or u in heads:  # a header is taken with its rows
+                continue
+            else:
+                tie = -lex if p.units[u][2] is None else 0.0
+            ranked.append((-score * (1 + lexical_weight * lex), tie, k, u))
+    ranked.sort()
+    return ranked
+
+
+def _around_matches(p: _Plan, scores: list[tuple[float, float]]
+                    ) -> dict[int, tuple[float, float]]:
+    """``(score, tie)`` of the rows of each table that has rows under hits matching the
+    question's words: all its rows score as the best such row and go by their distance
+    from the nearest one (the matches first, best match first), so a cut table hands over
+    the rows around the asked figure rather than the first rows of its best chunk."""
+    matched: dict[int, list[int]] = {}
+    for u, head in p.needs.items():
+        if scores[u][0] > 0 and scores[u][1] > 0:
+            matched.setdefault(head, []).append(u)
+    out = {}
+    for u, head in p.needs.items():
+        if head in matched:
+            best = max(scores[m][0] for m in matched[head])
+            out[u] = (best, min(abs(u - m) for m in matched[head]) - scores[u][1])
+    return out
+
+
 def _take(p: _Plan, u: int, left: int, section_cap: int, ell: int) -> int:
-    """Take unit ``u`` when it fits ``left`` and keeps the section within ``section_cap``;
+    """Take unit ``u`` (a table row with its table's header) when it fits ``left`` and
+    keeps the section within ``section_cap`` (a whole table: its own cap, when larger);
     returns what is left of the budget."""
     if u in p.keep:
         return left
-    extra = p.extra(u, ell) if p.window is None else p.costs[u]
-    if extra <= left and p.used + extra <= section_cap:
-        if p.window is None:
-            p.gaps += p.delta(u)
-        p.keep.add(u)
+    if p.window is not None:
+        if p.costs[u] <= left and p.used + p.costs[u] <= section_cap:
+            p.keep.add(u)
+            p.used += p.costs[u]
+            return left - p.costs[u]
+        return left
+    head = p.needs.get(u)
+    group = [u] if head is None or head in p.keep else [head, u]
+    gaps, used = p.gaps, p.used
+    for x in group:  # each unit's cost after the one before it joined
+        extra = p.extra(x, ell)
+        p.gaps += p.delta(x)
+        p.keep.add(x)
         p.used += extra
-        return left - extra
+    if p.used - used <= left and p.used <= max(section_cap, p.wide.get(u, 0)):
+        return left - (p.used - used)
+    p.keep.difference_update(group)
+    p.gaps, p.used = gaps, used
     return left
 
 
@@ -301,7 +393,7 @@ def _grow(p: _Plan, left: int, ell: int, section_cap: int) -> int:
     grown = True
     while grown:
         grown = False
-        for u in sorted(p.keep):
+        for u in sorted(p.keep - set(p.needs.values())):  # a header grows no rows
             for n in (u + 1, u - 1):
                 if 0 <= n < len(p.units) and n not in p.keep:
                     left = _take(p, n, left, section_cap, ell)
