@@ -245,6 +245,7 @@ def _match_at(lines: list[Line], k: int, want: str, full: str) -> int:
     ln = lines[k]
     got = _unlabel(ln.text)
     if (ln.heading or not got or _BULLET.match(ln.text) or _listed(ln.text, want)
+            or _COLUMN_LABEL.search(ln.text)  # a contents page's header row
             or not (want.startswith(got) or got.startswith(want) or full.startswith(got))):
         return 0
     if len(got) > 1.5 * len(want) + 8 and not (ln.bold or ln.text.isupper()):
@@ -343,6 +344,7 @@ def _place(pages: list[list[Line]], entry: Entry, page: int, level: int) -> Line
         del lines[k + 1:k + count]
         if _STATEMENT.match(entry.title):  # "... Statements of Income Corning Incorporated"
             split_title(lines, k, _core(entry.title))
+            lines[k].caption = True
         lines[k].heading, lines[k].fixed = level, True
         return lines[k]
     return None
@@ -446,3 +448,4 @@ def _level_statement(pages: list[list[Line]], caption: Line, anchors: dict[int, 
     anchors[id(caption)] = anchors[id(last)]
     numbered = numbering_rank(last.text) is not None
     caption.heading, caption.fixed = last.heading + numbered, True
+    caption.caption = True

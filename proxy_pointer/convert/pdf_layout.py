@@ -32,6 +32,7 @@ _REFERENCE = re.compile(r"^\S+\s+[\w.()]+\s+(?:of|to|and|or|the|in|for|as|under|
                         r"shall|will|is|are|was|were|has|have)\b")
 _RUN_IN = re.compile(r"\.\s+[A-Z][a-z]+\s+\w+")  # "1.2 Term. The Plan ...": text runs on
 WRAP_EMS = 8  # a line ending this many ems short of the page's right margin did not wrap
+_TABLE_ROWS = 6  # table rows on a page from which a statement's bold lines are row labels
 # Sensitivity on the nine FinanceBench filings: benchmarks/results/convert-pdf-sensitivity.md.
 HEADING_SIZE = 1.15  # glyph height over the body's from which a line is "bigger"
 TITLE_SIZE = 1.3  # ... from which the first page's largest line is the document's title
@@ -186,7 +187,25 @@ def layout_headings(pages: list[list[Line]], toc: set[int],
     seen = Counter(ln.text for ln, st in chosen if st is not None and st.rank is None)
     chosen = [(ln, st) for ln, st in chosen if st is None or st.rank is not None
               or ln.fixed or ln.caption or seen[ln.text] < 3]
-    _assign_levels(chosen, anchors)
+    _assign_levels(_statement_labels_out(chosen, pages), anchors)
+
+
+def _statement_labels_out(chosen: list[tuple[Line, _Style | None]], pages: list[list[Line]]
+                          ) -> list[tuple[Line, _Style | None]]:
+    """Without the bold labels inside a statement ("Liabilities and Shareholders' Equity"):
+    after a statement's title, an unnumbered layout heading on a page that holds a table is
+    a row label, not a section, until the next numbered or contents heading."""
+    rows = {p: sum(1 for ln in lines if is_table_row(ln.text)) for p, lines in enumerate(pages)}
+    out: list[tuple[Line, _Style | None]] = []
+    inside = False
+    for ln, style in chosen:
+        if style is not None:
+            if ln.fixed or ln.caption or style.rank is not None:
+                inside = ln.caption
+            elif inside and rows[ln.page] >= _TABLE_ROWS:
+                continue
+        out.append((ln, style))
+    return out
 
 
 def _assign_levels(chosen: list[tuple[Line, _Style | None]], anchors: dict[int, Line]
@@ -199,7 +218,9 @@ def _assign_levels(chosen: list[tuple[Line, _Style | None]], anchors: dict[int, 
     depth below the heading open where its list starts (none for a list before the first
     numbered heading: the document's own contents), and the layout headings after it nest
     below it; a numbered layout heading of a rank the contents placed (an Item the list
-    left out) takes that rank's level. ``None`` in ``chosen`` marks where a list starts."""
+    left out) takes that rank's level; a numbered layout heading right after a fixed
+    statement (``Line.caption``) is the statement's sibling, not its child.
+    ``None`` in ``chosen`` marks where a list starts."""
     stack: list[_Style] = []
     base = 0
     rank_level: dict[int, int] = {}
@@ -210,10 +231,12 @@ def _assign_levels(chosen: list[tuple[Line, _Style | None]], anchors: dict[int, 
     def prominent(a: _Style, b: _Style) -> bool:  # a clearly above b
         return a.size > b.size + 0.5 or (abs(a.size - b.size) <= 0.5 and a.bold > b.bold)
 
+    statement = False  # the last fixed heading is a statement: a numbered heading is its sibling
     for ln, style in chosen:
         if style is None:  # a list's title on its own page is no parent of its entries
-            titled = last is not None and last.page == ln.page and not last.fixed and stack
-            open_at[id(ln)] = base + len(stack) - bool(titled) if numbered else 0
+            titled = (last is not None and last.page == ln.page and last.heading > 1
+                      and numbering_rank(last.text) is None)
+            open_at[id(ln)] = (last.heading - titled if last else 0) if numbered else 0
             continue
         last = ln
         numbered = numbered or style.rank is not None
@@ -222,9 +245,13 @@ def _assign_levels(chosen: list[tuple[Line, _Style | None]], anchors: dict[int, 
             anchor = anchors.get(id(ln))
             fixed = ln.heading + open_at.get(id(anchor), 0) if ln.fixed else 0
             base = ln.heading = min(6, fixed if ln.fixed else rank_level[style.rank or 0])
+            statement = ln.fixed and ln.caption
             if style.rank is not None:
                 rank_level.setdefault(style.rank, base)
             continue
+        if style.rank is not None and statement:  # "Note 1" after the cash flow statement
+            base, statement = max(0, base - 1), False
+            stack.clear()
         if style.rank is not None and style.rank <= TOP_RANK:
             stack.clear()
         if style.rank is not None:

@@ -70,7 +70,7 @@ class Line:
     right: float = 0.0  # right edge of the last glyph: a wrapped line reaches the margin
     left: float = 0.0  # left edge of the first glyph: a contents entry's indentation
     fixed: bool = False  # a heading placed from the document's contents: layout keeps it
-    caption: bool = False  # a statement's title: a heading, levelled by the layout
+    caption: bool = False  # a statement's title (levelled by the layout unless fixed)
 
 
 

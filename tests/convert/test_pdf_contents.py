@@ -86,6 +86,7 @@ EXPECTED = [
     (3, "CONSOLIDATED STATEMENTS OF OPERATIONS", 7),
     (3, "CONSOLIDATED BALANCE SHEETS", 8),
     (3, "CONSOLIDATED STATEMENTS OF CASH FLOWS", 9),
+    (3, "Note 1. Accounting Policies", 9),  # a statement's sibling, found by layout
     (2, "Item 9. Controls and Procedures", 10),
 ]
 
@@ -114,8 +115,9 @@ def filing_pdf(*, numbered: bool = True, contents: bool = True) -> bytes:
         ["LIQUIDITY AND CAPITAL RESOURCES", "liquidity"],
         ["Item 8. Financial Statements and Supplementary Data", "statements",
          "CONSOLIDATED STATEMENTS OF OPERATIONS", ROWS],
-        ["CONSOLIDATED BALANCE SHEETS", ROWS],
-        ["CONSOLIDATED STATEMENTS OF CASH FLOWS", ROWS],
+        ["CONSOLIDATED BALANCE SHEETS", ROWS, "*Liabilities and Equity", "Current liabilities",
+         ROWS],
+        ["CONSOLIDATED STATEMENTS OF CASH FLOWS", ROWS, "*Note 1. Accounting Policies", "note"],
         ["Item 9. Controls and Procedures", "controls"],
     ]
     for page in pages:
@@ -123,6 +125,9 @@ def filing_pdf(*, numbered: bool = True, contents: bool = True) -> bytes:
         for part in page:
             if isinstance(part, list):
                 _table(pdf, part)
+            elif part[0] == "*":  # bold: a layout heading, or a statement's row label
+                pdf.set_font("helvetica", "B", 10)
+                pdf.cell(0, 5, part[1:], new_x="LMARGIN", new_y="NEXT")
             elif part[0].isupper():
                 _plain(pdf, part)
             else:
@@ -140,7 +145,9 @@ def _headings(data: bytes) -> tuple[list[tuple[int, str, int]], tuple[str, ...]]
 
 def test_contents_entries_become_headings_on_the_pages_they_name() -> None:
     """Plain-text titles found only through the contents, at the contents' depth, on their
-    physical page (printed page + 2), with the cover's title a sibling of PART I."""
+    physical page (printed page + 2), with the cover's title a sibling of PART I; a bold
+    row label inside the balance sheet is no heading, a bold note after a statement is its
+    sibling."""
     headings, warnings = _headings(filing_pdf())
     assert headings == EXPECTED
     (warning,) = warnings
