@@ -125,8 +125,8 @@ def filing_pdf(*, numbered: bool = True, contents: bool = True) -> bytes:
         for part in page:
             if isinstance(part, list):
                 _table(pdf, part)
-            elif part[0] == "*":  # bold: a layout heading, or a statement's row label
-                pdf.set_font("helvetica", "B", 10)
+            elif part[0] == "*":  # bold and big: a layout heading, or a statement's label
+                pdf.set_font("helvetica", "B", 12)
                 pdf.cell(0, 5, part[1:], new_x="LMARGIN", new_y="NEXT")
             elif part[0].isupper():
                 _plain(pdf, part)
