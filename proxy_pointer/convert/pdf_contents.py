@@ -23,7 +23,9 @@ at every step; here it is read from the layout and checked against the page text
   matter; the line must start the title and be mostly title (not a paragraph that begins
   with those words). A found entry becomes a heading on that line, at its depth below the
   heading the list itself sits under (a statement index on the Item 8 page goes under Item
-  8). An entry found nowhere is counted and reported, never invented.
+  8). An entry found nowhere is counted and reported, never invented, and its children in
+  the list move up into its place. A group header has no page of its own, so only a line
+  that is exactly its title places it.
 
 The placed headings are fixed: layout headings (:mod:`.pdf_layout`) nest below them.
 """
@@ -246,6 +248,7 @@ def _match_at(lines: list[Line], k: int, want: str, full: str) -> int:
     got = _unlabel(ln.text)
     if (ln.heading or not got or _BULLET.match(ln.text) or _listed(ln.text, want)
             or _COLUMN_LABEL.search(ln.text)  # a contents page's header row
+            or ln.text.endswith(":")  # a lead-in: "Our critical policies are:"
             or not (want.startswith(got) or got.startswith(want) or full.startswith(got))):
         return 0
     if len(got) > 1.5 * len(want) + 8 and not (ln.bold or ln.text.isupper()):
@@ -264,22 +267,28 @@ def _match_at(lines: list[Line], k: int, want: str, full: str) -> int:
                               and want.startswith(got)) else 0
 
 
-def find_title(lines: list[Line], title: str) -> tuple[int, int] | None:
+def find_title(lines: list[Line], title: str, *, whole: bool = False
+               ) -> tuple[int, int] | None:
     """``(first line, line count)`` of ``title`` on a page (module docstring), or None.
     Of several lines that spell it, one that is exactly the title beats one that only
     begins with it, then one that stands out (bold, larger than the page's usual size, or
-    in capitals) beats one that does not, then the first wins."""
+    in capitals) beats one that does not, then the first wins. ``whole``: only a line that
+    is exactly the title (a group header has no page of its own to vouch for a prefix)."""
     want, full = _unlabel(_QUALIFIER.sub("", title)) or _unlabel(title), _unlabel(title)
     hits = [(k, n) for k in range(len(lines)) if (n := _match_at(lines, k, want, full))]
+
+    def exact(hit: tuple[int, int]) -> bool:
+        k, n = hit
+        return _unlabel(" ".join(ln.text for ln in lines[k:k + n])) in (want, full)
+
+    hits = [hit for hit in hits if exact(hit)] if whole else hits
     if not hits:
         return None
     usual = sorted(ln.size for ln in lines)[len(lines) // 2]
 
     def rank(hit: tuple[int, int]) -> tuple[bool, bool]:
-        k, n = hit
-        exact = _unlabel(" ".join(ln.text for ln in lines[k:k + n])) in (want, full)
-        ln = lines[k]
-        return not exact, not (ln.bold or ln.size > usual + 0.5 or ln.text.isupper())
+        ln = lines[hit[0]]
+        return not exact(hit), not (ln.bold or ln.size > usual + 0.5 or ln.text.isupper())
 
     return min(hits, key=rank)  # the first exact, prominent line, else the first
 
@@ -335,7 +344,7 @@ def _place(pages: list[list[Line]], entry: Entry, page: int, level: int) -> Line
                      and _unlabel(ln.text).startswith(want)), None)
         if done is not None:  # an earlier list placed it
             return done
-        hit = find_title(pages[p], entry.title)
+        hit = find_title(pages[p], entry.title, whole=entry.page is None)
         if hit is None:
             continue
         k, count = hit
@@ -378,19 +387,23 @@ def place_contents(pages: list[list[Line]], toc: set[int], printed: list[int | N
         offset = None if any(n is not None for n in printed) else _offset_vote(pages, entries)
         anchor = entries[0].line
         result.lists += 1
+        lifted: list[int] = []  # depths of entries not placed: their children move up
         for i, entry in enumerate(entries):
+            while lifted and lifted[-1] >= entry.depth:
+                lifted.pop()
             target = entry.page
             if target is None:  # a group header: it starts where its first entry does
                 target = next((e.page for e in entries[i + 1:] if e.page is not None), None)
-            if target is None:
-                continue
             proxy = Entry(entry.title, target, entry.source, entry.indent, entry.rank)
-            page = _physical(printed, proxy, offset)
-            line = None if page is None else _place(pages, entry, page, entry.depth)
+            page = None if target is None else _physical(printed, proxy, offset)
+            line = None if page is None else _place(pages, entry, page,
+                                                    entry.depth - len(lifted))
             if line is not None and anchor is not None:
                 result.found += 1
                 result.anchors.setdefault(id(line), anchor)
-            elif entry.page is not None:
+                continue
+            lifted.append(entry.depth)
+            if entry.page is not None:
                 result.missing.append(entry)
     return result
 
