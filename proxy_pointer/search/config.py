@@ -133,7 +133,9 @@ class RetrievalConfig:
       the dense ranking by reciprocal rank fusion (constant ``rrf_k``); no LLM either way.
     * ``title_boost`` is added to the score of chunks whose breadcrumb carries a label the
       question names ("Chapter 2", "Box 1.1", "Item 7", "Note 12", "Table 3"): the
-      embedder barely sees such numbers, the breadcrumb states them exactly.
+      embedder barely sees such numbers, the breadcrumb states them exactly. With it on, a
+      section the question names by all the words of its title ("the cash flow statement")
+      comes first (:func:`~.ranking.boost_named`).
     * ``doc_ids`` and ``path_prefix`` restrict the search (``path_prefix`` matches the
       leading titles of a chunk's breadcrumb, case-insensitively).
     * ``principal`` (the caller's groups) hides documents whose metadata's ``access``

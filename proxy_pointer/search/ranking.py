@@ -4,7 +4,9 @@ The retriever calls these steps one after another (:meth:`~.retrieval.Retriever.
 
 1. Chunk rankings: :func:`boost_titles` raises the dense ranking's chunks under a heading
    the question names (:func:`named_labels`); :func:`fuse_chunks` fuses it with the BM25
-   ranking by reciprocal rank (:func:`fuse_ranks`, also used for nodes and documents).
+   ranking by reciprocal rank (:func:`fuse_ranks`, also used for nodes and documents);
+   :func:`boost_named` moves the chunks of a section the question names by its title
+   words to the front.
 2. :func:`group` merges the chunk hits of one node into a :class:`Candidate`;
    :func:`keep_documents` (two-stage search) keeps the best documents' candidates;
    :func:`rank_nodes` ranks them as sections (below); an LLM may reorder them
@@ -35,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
@@ -144,6 +147,51 @@ def boost_titles(index: Corpus, ranked: list[tuple[int, float]], query: np.ndarr
     for r in named:
         scores[r] += boost
     return sorted(scores.items(), key=lambda t: (-t[1], t[0]))
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+# words a title may carry without naming anything in particular
+_TITLE_FILLER = frozenset({
+    "a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "our",
+    "the", "to", "with", "consolidated", "condensed", "combined", "unaudited", "interim"})
+
+
+# what a document calls its parts: a question naming one asks for that part
+_PARTS = frozenset({"statement", "sheet", "report", "schedule", "table", "note", "appendix",
+                    "exhibit", "annex", "summary", "glossary", "index", "letter"})
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+@lru_cache(maxsize=1 << 14)
+def title_words(title: str) -> frozenset[str]:
+    """The words a heading names something by: lower-case, plural ``s`` dropped, without
+    fillers ("Consolidated Statements of Cash Flows" -> statement, cash, flow)."""
+    return frozenset(_stem(w) for w in _WORD.findall(title.lower())) - _TITLE_FILLER
+
+
+def boost_named(index: Corpus, ranked: list[tuple[int, float]], question: str, depth: int
+                ) -> list[tuple[int, float]]:
+    """``ranked`` with the chunks of sections the question names by their title moved to
+    the front, in their order. A section is named when its own title is a document part
+    (a statement, sheet, report, schedule, table, note, appendix, exhibit: ``_PARTS``) with
+    at least one more word (:func:`title_words`) and the question uses all its words:
+    "the cash flow statement" names "Consolidated Statements of Cash Flows", "balance
+    sheet" names "Consolidated Balance Sheets". A topic title ("Message Passing
+    Framework") is left to the search: a question on a topic is not a request for that
+    section. Only the first ``depth`` rows are looked at."""
+    words = {_stem(w) for w in _WORD.findall(question.lower())}
+    top = ranked[:depth]
+    crumbs = index.crumbs([r for r, _ in top]) if top else []
+    named = {r for (r, _), c in zip(top, crumbs, strict=True)
+             if c and len(t := title_words(c[-1])) >= 2 and t & _PARTS and t <= words}
+    if not named:
+        return ranked
+    lift = ranked[0][1] - min(s for _, s in ranked) + 1.0
+    moved = [(r, s + lift if r in named else s) for r, s in ranked]
+    return sorted(moved, key=lambda t: (-t[1], t[0]))
 
 
 def fuse_chunks(dense: list[tuple[int, float]], lexical: list[tuple[int, float]], k: int

@@ -28,6 +28,7 @@ from .packing import pack_evidence, pack_sections
 from .ranking import (
     Candidate,
     Selected,
+    boost_named,
     boost_titles,
     fuse_chunks,
     group,
@@ -158,6 +159,13 @@ class Retriever:
 
     def _rank(self, question: str, q: np.ndarray, cfg: RetrievalConfig,
               rows: np.ndarray | None) -> list[tuple[int, float]]:
+        ranked = self._chunks(question, q, cfg, rows)
+        if cfg.title_boost and ranked:
+            ranked = boost_named(self.corpus, ranked, question, cfg.k_search)
+        return ranked
+
+    def _chunks(self, question: str, q: np.ndarray, cfg: RetrievalConfig,
+                rows: np.ndarray | None) -> list[tuple[int, float]]:
         labels = named_labels(question) if cfg.title_boost else []
         if cfg.hybrid and not labels:
             # One call where the store's engine fuses by the same rule (Milvus).
