@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .numbering import TOP_RANK, numbering_rank
-from .pdf_lines import Line, is_table_row, is_toc_line
+from .pdf_lines import Line, holds_table, is_toc_line
 
 __all__ = [
     "Entry",
@@ -82,7 +82,6 @@ _KINDS = (("comprehensive", re.compile(r"comprehensive", re.I)),
           ("income", re.compile(r"income|operations|earnings|profit|loss", re.I)))
 _CONTINUED = re.compile(r"\bcontinued\b|\(cont(?:'d|\.)?\)", re.IGNORECASE)
 _CAPTION_LINES = 8  # a statement's title is among the first lines of its page
-_TABLE_ROWS = 6  # ... and the page holds at least this many table rows
 _LABEL = re.compile(r"^\s*(?:part|item|note|section|chapter|article)\s+(?=[\divxlc]+[a-z]?\b)",
                     re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+")
@@ -111,7 +110,7 @@ class Entry:
     source: int
     indent: float
     rank: int | None
-    line: Line | None = None  # the contents line it was read from
+    line: Line  # the contents line it was read from
     depth: int = 1
 
 
@@ -121,7 +120,6 @@ class Placement:
 
     found: int = 0
     missing: list[Entry] = field(default_factory=list)
-    lists: int = 0
     #: id of each placed heading -> the line its list starts at: its ``heading`` is a depth
     #: below the heading open there, which the layout (:mod:`.pdf_layout`) resolves
     anchors: dict[int, Line] = field(default_factory=dict)
@@ -170,7 +168,7 @@ def read_entries(lines: list[Line], source: int, pages: int = 10_000) -> list[En
     margin = max((ln.right for ln in lines), default=0.0)
     out: list[Entry] = []
     pending: str | None = None
-    head = lines[0] if lines else None
+    head = lines[0] if lines else None  # the first line of the entry being read
     for k, ln in enumerate(lines):
         if ln.fixed:
             pending = None
@@ -234,6 +232,12 @@ def _unlabel(text: str) -> str:
     return title_key(_LABEL.sub("", text))
 
 
+def _keys(title: str) -> tuple[str, str]:
+    """A title's keys without numbering label: without its date qualifier, and whole."""
+    full = _unlabel(title)
+    return _unlabel(_QUALIFIER.sub("", title)) or full, full
+
+
 def _listed(text: str, want: str) -> bool:
     """Whether a line is a contents entry for the title (the title, then a page number)."""
     m = _PAGE_AT_END.search(text) if text[-1:].isdigit() else None
@@ -274,7 +278,7 @@ def find_title(lines: list[Line], title: str, *, whole: bool = False
     begins with it, then one that stands out (bold, larger than the page's usual size, or
     in capitals) beats one that does not, then the first wins. ``whole``: only a line that
     is exactly the title (a group header has no page of its own to vouch for a prefix)."""
-    want, full = _unlabel(_QUALIFIER.sub("", title)) or _unlabel(title), _unlabel(title)
+    want, full = _keys(title)
     hits = [(k, n) for k in range(len(lines)) if (n := _match_at(lines, k, want, full))]
 
     def exact(hit: tuple[int, int]) -> bool:
@@ -307,17 +311,18 @@ def _offset_vote(pages: list[list[Line]], entries: list[Entry]) -> int | None:
     return max(votes, key=lambda o: (votes[o], -abs(o))) if votes else None
 
 
-def _physical(printed: list[int | None], entry: Entry, offset: int | None) -> int | None:
-    """The physical page an entry's printed page is (module docstring)."""
-    assert entry.page is not None
-    after = range(entry.source + 1, len(printed))
-    exact = next((p for p in after if printed[p] == entry.page), None)
+def _physical(printed: list[int | None], page: int, source: int, offset: int | None
+              ) -> int | None:
+    """The physical page that printed ``page`` is, for a list on page ``source`` (module
+    docstring)."""
+    after = range(source + 1, len(printed))
+    exact = next((p for p in after if printed[p] == page), None)
     if exact is not None:
         return exact
-    known = [(abs(n - entry.page), p - n) for p in after if (n := printed[p]) is not None]
+    known = [(abs(n - page), p - n) for p in after if (n := printed[p]) is not None]
     if known:
-        return entry.page + min(known)[1]
-    return None if offset is None else entry.page + offset
+        return page + min(known)[1]
+    return None if offset is None else page + offset
 
 
 def _lists(pages: list[list[Line]], toc: set[int]) -> Iterator[list[Entry]]:
@@ -335,7 +340,7 @@ def _lists(pages: list[list[Line]], toc: set[int]) -> Iterator[list[Entry]]:
 
 def _place(pages: list[list[Line]], entry: Entry, page: int, level: int) -> Line | None:
     """Mark ``entry``'s title as a fixed heading on ``page`` or a page next to it."""
-    want = _unlabel(_QUALIFIER.sub("", entry.title)) or _unlabel(entry.title)
+    want = _keys(entry.title)[0]
     for step in _NEARBY:
         p = page + step
         if not entry.source < p < len(pages):
@@ -386,7 +391,6 @@ def place_contents(pages: list[list[Line]], toc: set[int], printed: list[int | N
         set_depths(entries)
         offset = None if any(n is not None for n in printed) else _offset_vote(pages, entries)
         anchor = entries[0].line
-        result.lists += 1
         lifted: list[int] = []  # depths of entries not placed: their children move up
         for i, entry in enumerate(entries):
             while lifted and lifted[-1] >= entry.depth:
@@ -394,11 +398,10 @@ def place_contents(pages: list[list[Line]], toc: set[int], printed: list[int | N
             target = entry.page
             if target is None:  # a group header: it starts where its first entry does
                 target = next((e.page for e in entries[i + 1:] if e.page is not None), None)
-            proxy = Entry(entry.title, target, entry.source, entry.indent, entry.rank)
-            page = None if target is None else _physical(printed, proxy, offset)
+            page = None if target is None else _physical(printed, target, entry.source, offset)
             line = None if page is None else _place(pages, entry, page,
                                                     entry.depth - len(lifted))
-            if line is not None and anchor is not None:
+            if line is not None:
                 result.found += 1
                 result.anchors.setdefault(id(line), anchor)
                 continue
@@ -420,8 +423,8 @@ def place_statements(pages: list[list[Line]], anchors: dict[int, Line]) -> int:
             if ln.heading and (m := _STATEMENT.match(ln.text))}
     placed = 0
     for lines in pages:
-        if not any(_STATEMENT.match(ln.text) for ln in lines[:_CAPTION_LINES]) or sum(
-                1 for ln in lines if is_table_row(ln.text)) < _TABLE_ROWS:
+        if not any(_STATEMENT.match(ln.text) for ln in lines[:_CAPTION_LINES]) or not (
+                holds_table(lines)):
             continue
         for k, ln in enumerate(lines[:_CAPTION_LINES]):
             m = _STATEMENT.match(ln.text)

@@ -17,7 +17,16 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from .numbering import TOP_RANK, numbering_rank
-from .pdf_lines import BULLET, CELL, TOC_TITLE, Line, is_table_row, is_toc_line, numbers
+from .pdf_lines import (
+    BULLET,
+    CELL,
+    TOC_TITLE,
+    Line,
+    holds_table,
+    is_table_row,
+    is_toc_line,
+    numbers,
+)
 
 __all__ = ["HEADING_SIZE", "TITLE_SIZE", "WRAP_EMS", "layout_headings"]
 
@@ -32,7 +41,6 @@ _REFERENCE = re.compile(r"^\S+\s+[\w.()]+\s+(?:of|to|and|or|the|in|for|as|under|
                         r"shall|will|is|are|was|were|has|have)\b")
 _RUN_IN = re.compile(r"\.\s+[A-Z][a-z]+\s+\w+")  # "1.2 Term. The Plan ...": text runs on
 WRAP_EMS = 8  # a line ending this many ems short of the page's right margin did not wrap
-_TABLE_ROWS = 6  # table rows on a page from which a statement's bold lines are row labels
 # Sensitivity on the nine FinanceBench filings: benchmarks/results/convert-pdf-sensitivity.md.
 HEADING_SIZE = 1.15  # glyph height over the body's from which a line is "bigger"
 TITLE_SIZE = 1.3  # ... from which the first page's largest line is the document's title
@@ -195,15 +203,18 @@ def _statement_labels_out(chosen: list[tuple[Line, _Style | None]], pages: list[
     """Without the bold labels inside a statement ("Liabilities and Shareholders' Equity"):
     after a statement's title, an unnumbered layout heading on a page that holds a table is
     a row label, not a section, until the next numbered or contents heading."""
-    rows = {p: sum(1 for ln in lines if is_table_row(ln.text)) for p, lines in enumerate(pages)}
+    tables: dict[int, bool] = {}  # page -> holds a table, read only inside a statement
     out: list[tuple[Line, _Style | None]] = []
     inside = False
     for ln, style in chosen:
         if style is not None:
             if ln.fixed or ln.caption or style.rank is not None:
                 inside = ln.caption
-            elif inside and rows[ln.page] >= _TABLE_ROWS:
-                continue
+            elif inside:
+                if ln.page not in tables:
+                    tables[ln.page] = holds_table(pages[ln.page])
+                if tables[ln.page]:
+                    continue
         out.append((ln, style))
     return out
 
@@ -227,11 +238,11 @@ def _assign_levels(chosen: list[tuple[Line, _Style | None]], anchors: dict[int, 
     open_at: dict[int, int] = {}  # id of a list's first line -> the level open there
     numbered = False
     last: Line | None = None
+    statement = False  # the last fixed heading is a statement: a numbered one is its sibling
 
     def prominent(a: _Style, b: _Style) -> bool:  # a clearly above b
         return a.size > b.size + 0.5 or (abs(a.size - b.size) <= 0.5 and a.bold > b.bold)
 
-    statement = False  # the last fixed heading is a statement: a numbered heading is its sibling
     for ln, style in chosen:
         if style is None:  # a list's title on its own page is no parent of its entries
             titled = (last is not None and last.page == ln.page and last.heading > 1
@@ -242,9 +253,11 @@ def _assign_levels(chosen: list[tuple[Line, _Style | None]], anchors: dict[int, 
         numbered = numbered or style.rank is not None
         if ln.fixed or (style.rank is not None and style.rank in rank_level):
             stack.clear()
-            anchor = anchors.get(id(ln))
-            fixed = ln.heading + open_at.get(id(anchor), 0) if ln.fixed else 0
-            base = ln.heading = min(6, fixed if ln.fixed else rank_level[style.rank or 0])
+            if ln.fixed:  # its depth, below the heading open where its list starts
+                level = ln.heading + open_at.get(id(anchors.get(id(ln))), 0)
+            else:
+                level = rank_level[style.rank or 0]
+            base = ln.heading = min(6, level)
             statement = ln.fixed and ln.caption
             if style.rank is not None:
                 rank_level.setdefault(style.rank, base)

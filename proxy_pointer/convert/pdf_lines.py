@@ -35,11 +35,13 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
 
-__all__ = ["BULLET", "CELL", "TOC_TITLE", "Line", "Reader", "alnum", "drop_running_lines",
-           "is_table_row", "is_toc_line", "is_toc_page", "numbers"]
+__all__ = ["BULLET", "CELL", "NUMBER", "TABLE_PAGE_ROWS", "TOC_TITLE", "Line", "Reader", "alnum",
+           "drop_running_lines", "holds_table", "is_table_row", "is_toc_line", "is_toc_page",
+           "numbers"]
 
 _BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|,b", re.IGNORECASE)
-_NUMBER = re.compile(r"(?<![A-Za-z])\(?\$?\d[\d,.]*\)?%?(?![A-Za-z])")
+#: An amount or number in running text: "1,234", "(5.6)", "$7", "12%".
+NUMBER = re.compile(r"(?<![A-Za-z])\(?\$?\d[\d,.]*\)?%?(?![A-Za-z])")
 _PAGE_NUMBER = re.compile(r"^(?:page\s+)?[-–—]?\s*(?:\d{1,4}|[ivxlc]{1,7})\s*[-–—]?"
                           r"(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)
 _DIGITS = re.compile(r"(\d{1,4})")
@@ -49,6 +51,7 @@ BULLET = re.compile(r"^(?:[•▪●◦\-–*]|\(?[a-z0-9]{1,3}\)|\d{1,2}\.)\s")
 CELL = re.compile(r"^(?:\(?\$?\d[\d,.]*\)?%?|[-–—]+|n/?m|n/?a)$", re.IGNORECASE)
 _CURRENCY = {"$", "€", "£", "%"}
 _EDGE = 3  # lines at the top and bottom of a page that may be running headers/footers
+TABLE_PAGE_ROWS = 6  # table rows from which a page holds a table (a statement's page)
 RUNNING_SHARE = 0.2  # share of text pages (and at least 3) an edge line repeats on to be noise
 _TRACK_LINE = 120  # longest line checked for tracking-split words
 _TRACK_SLACK = 0.12  # a word space's gap beats the letter gap by more (x glyph height)
@@ -84,7 +87,7 @@ def alnum(text: str) -> str:
 
 
 def numbers(text: str) -> int:
-    return len(_NUMBER.findall(text))
+    return len(NUMBER.findall(text))
 
 
 def _in_word(ch: str) -> bool:
@@ -101,6 +104,11 @@ def _suspect(text: str) -> bool:
         return True
     letters = sum(map(str.isalpha, text))
     return letters >= 3 and 5 * sum(map(str.isupper, text)) >= 3 * letters
+
+
+def holds_table(lines: list[Line]) -> bool:
+    """Whether a page holds a table: at least ``TABLE_PAGE_ROWS`` table rows."""
+    return sum(1 for ln in lines if is_table_row(ln.text)) >= TABLE_PAGE_ROWS
 
 
 def is_table_row(text: str) -> bool:
@@ -240,11 +248,12 @@ def drop_running_lines(pages: list[list[Line]]) -> list[int | None]:
     text_pages = sum(1 for p in pages if p)
     repeat = max(3, math.ceil(RUNNING_SHARE * text_pages))
     for i, lines in enumerate(pages):
-        drop = {id(ln) for ln in _edges(lines)
-                if seen[_edge_key(ln)] >= repeat or _PAGE_NUMBER.match(ln.text)}
-        numbered = [int(m[1]) for ln in _edges(lines)
-                    if _PAGE_NUMBER.match(ln.text) and (m := _DIGITS.search(ln.text))]
-        printed[i] = numbered[-1] if numbered else None
+        edges = _edges(lines)
+        marks = [ln for ln in edges if _PAGE_NUMBER.match(ln.text)]  # lone page numbers
+        drop = {id(ln) for ln in edges if seen[_edge_key(ln)] >= repeat}
+        drop.update(id(ln) for ln in marks)
+        printed[i] = next((int(m[1]) for ln in reversed(marks)
+                           if (m := _DIGITS.search(ln.text))), None)
         if drop:
             pages[i] = [ln for ln in lines if id(ln) not in drop]
     return printed

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..convert.pdf_lines import is_table_row
+from ..convert.pdf_lines import NUMBER, is_table_row
 from ..tokens import WORD_PIECES, DocumentTokens, Sizer, SpanCounter, WordPieceCounter
 
 __all__ = ["Piece", "SplitContext", "embed_view", "split_bodies", "table_layout"]
@@ -231,7 +231,6 @@ def _strip_span(text: str, a: int, b: int) -> tuple[int, int]:
 # --- a table block's header and rows, for handing over part of a table ----------------------
 _HEAD_ROWS = 5  # lines above a text table's first data row that may be its header
 _HEAD_LABELS = 2  # rows without an amount under a pipe table's header that still head it
-_VALUE_RE = re.compile(r"(?<![A-Za-z])\(?\$?\d[\d,.]*\)?%?(?![A-Za-z])")
 _YEAR_RE = re.compile(r"^\(?(?:19|20)\d\d\)?[,.]?$")
 _DATE_RE = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+"
                       r"\d{1,2}\b,?", re.I)
@@ -282,7 +281,7 @@ def _layout(lines: Sequence[str]) -> tuple[int, list[tuple[int, int]]] | None:
 
 def _has_amount(text: str) -> bool:
     """Whether ``text`` holds a number that is neither a year nor a date's day."""
-    return any(not _YEAR_RE.match(v) for v in _VALUE_RE.findall(_DATE_RE.sub(" ", text)))
+    return any(not _YEAR_RE.match(v) for v in NUMBER.findall(_DATE_RE.sub(" ", text)))
 
 
 def embed_view(text: str, view: str) -> str:

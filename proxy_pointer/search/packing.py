@@ -256,9 +256,10 @@ def _tile(index: Corpus, p: _Plan, largest: int, rows: list[tuple[int, int]]) ->
     ``largest``, else its lines, and a line still larger its sentences."""
     cost = index.line_tokens(p.cand.doc_id)
     for a, b in rows:
-        if b - a > 1 and sum(cost[a:b]) <= largest:
+        size = sum(cost[a:b])
+        if b - a > 1 and size <= largest:
             p.units.append((a, b, None, None))
-            p.costs.append(sum(cost[a:b]))
+            p.costs.append(size)
             continue
         for x in range(a, b):
             if cost[x] <= largest:
@@ -315,8 +316,9 @@ def _rank(index: Corpus, plans: list[_Plan], terms: dict[str, float],
     # (starting at the best-matching piece instead lost 1-2 of 21 questions on the 10-Ks'
     # long-line shape).
     ranked: list[tuple[float, float, int, int]] = []
+    norm = sum(terms.values()) or 1.0
     for k, p in enumerate(plans):
-        scores = _unit_scores(index, p, terms, sum(terms.values()) or 1.0)
+        scores = _unit_scores(index, p, terms, norm)
         rows = _around_matches(p, scores)
         heads = set(p.needs.values())
         for u, (score, lex) in enumerate(scores):
