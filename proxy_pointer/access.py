@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,13 +146,15 @@ class Access:
         """Whether this view hides nothing (a trusted caller, no filters)."""
         return self.principal is None and not self.where
 
-    def allows(self, metadata: Mapping[str, Any]) -> bool:
-        """Whether a document with ``metadata`` is visible in this view."""
+    def allows(self, metadata: Mapping[str, Any], *, skip: Collection[str] = ()) -> bool:
+        """Whether a document with ``metadata`` is visible in this view; filters on the
+        keys in ``skip`` are left to the caller (the reader matches card fields)."""
         if self.principal is not None:
             groups = metadata.get(ACCESS_KEY)
             if groups is not None and self.principal.isdisjoint(groups):
                 return False
-        return all(k in metadata and _matches(metadata[k], v) for k, v in self.where)
+        return all(k in metadata and _matches(metadata[k], v) for k, v in self.where
+                   if k not in skip)
 
 
 #: A caller with no groups (a server request without a valid token): documents without

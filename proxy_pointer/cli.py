@@ -60,8 +60,8 @@ def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
                         "sections in rank order (default %(default)s)")
     _add_principal_option(p)
     p.add_argument("--where", action="append", default=None, metavar="KEY=VALUE",
-                   help="only documents whose metadata has KEY=VALUE (repeatable: all must "
-                        "hold)")
+                   help="only documents whose metadata or card has KEY=VALUE (entity=3M, "
+                        "period=FY2021, kind=10-K; repeatable: all must hold)")
 
 
 def _add_principal_option(p: argparse.ArgumentParser) -> None:
@@ -158,6 +158,15 @@ def _section_options(r: argparse.ArgumentParser) -> None:
     _add_principal_option(r)
     r.add_argument("--json", action="store_true",
                    help="print JSON: text, ref, title, path, start_line, end_line")
+
+
+def _documents_options(d: argparse.ArgumentParser) -> None:
+    _add_index_option(d)
+    _add_principal_option(d)
+    d.add_argument("--where", action="append", default=None, metavar="KEY=VALUE",
+                   help="only documents whose metadata or card holds KEY=VALUE (entity=3M, "
+                        "period=FY2021, kind=10-K; repeatable)")
+    d.add_argument("--json", action="store_true", help="print one JSON object per line")
 
 
 def _serve_options(s: argparse.ArgumentParser) -> None:
@@ -360,6 +369,10 @@ def _retrieval_config(service: Service, args: argparse.Namespace) -> RetrievalCo
 
 
 def _print_sections(retrieval: Retrieval) -> None:
+    r = retrieval.routing
+    if r:
+        asked = ", ".join(x for x in (", ".join(r.names), r.period, r.kind) if x)
+        print(f"--- routed by {asked} to {', '.join(r.documents)}" + f". {r.note}" * bool(r.note))
     if not retrieval.sections:
         print("No sections found.")
         return
@@ -374,6 +387,7 @@ def _print_sections(retrieval: Retrieval) -> None:
           "tokens")
     if retrieval.omitted:
         print(f"--- left out for lack of budget: {', '.join(retrieval.omitted)}")
+
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
@@ -442,6 +456,16 @@ def _cmd_section(args: argparse.Namespace) -> int:
     else:
         text = section["text"]
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _cmd_documents(args: argparse.Namespace) -> int:
+    docs = _open_service(args).documents(access=Access.of(args.principal, args.where))
+    for d in docs:
+        c = d["card"]
+        print(json.dumps(d, ensure_ascii=False) if args.json else "\t".join(
+            (d["doc_id"], c.get("kind") or "-", c.get("entity") or "-",
+             c.get("period") or "-", c.get("title") or d["title"])))
     return 0
 
 
@@ -540,6 +564,8 @@ _COMMANDS = {
     "index": _Command("index files and folders (incremental)", _index_options, _cmd_index),
     "query": _Command("retrieve sections for a question (or a JSONL file)", _query_options,
                       _cmd_query),
+    "documents": _Command("list the indexed documents with their cards (entity, kind, "
+                          "period)", _documents_options, _cmd_documents),
     "section": _Command("print what a ref points at (a section, or lines)", _section_options,
                         _cmd_section),
     "serve": _Command("serve the index over HTTP (FastAPI; docs at /docs)", _serve_options,

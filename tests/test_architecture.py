@@ -41,7 +41,7 @@ LAYERS = [
     # protocols and leaves: no dependency on anything but errors
     {"errors", "defaults", "access", "tokens", "_retry", "bundled", "llm.base", "llm.scripted",
      "embeddings.base", "convert.base", "convert.numbering", "convert.markdown",
-     "convert.pdf_lines", "convert.pdf_tables"},
+     "convert.pdf_lines", "convert.pdf_tables", "parse.periods", "parse.cards"},
     {"convert.pdf_layout", "convert.pdf_contents"},
     {"convert.pdf", "convert.html", "convert.docx", "convert",
      "documents", "parse.tree", "parse.headings", "refs", "parse"},
@@ -56,7 +56,7 @@ LAYERS = [
     # the request rules, and the reader retrieval is written against
     {"search.config", "search.derived", "search.corpus", "search"},
     {"search.sections"},  # the result type, read by everything above
-    {"search.ranking", "search.rerank"},
+    {"search.ranking", "search.rerank", "search.routing"},
     {"search.packing"},
     {"search.retrieval"},
     {"search.synthesis"},

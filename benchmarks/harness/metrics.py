@@ -25,6 +25,11 @@ passage shorter than 14 characters must occur whole. :func:`loose_found` applies
 ``page_hit`` (datasets whose documents have pages, questions with ``meta.pages``): a packed
 piece of the question's document covers one of the gold pages (:attr:`Piece.covered_pages`).
 
+**Only the question's own document counts** (``financebench-dev/SOURCE.md``): over many
+documents a 10-K repeats its neighbours' tables, so evidence found in a piece of another
+document is no hit (its place in the ranking still counts for ``rr``). ``doc_first``: the
+first piece comes from the question's document (what routing must get right).
+
 A question without evidence yields ``None`` for the evidence metrics, one without sections
 ``None`` for the section metrics, one without gold pages ``None`` for ``page_hit``;
 :func:`aggregate` averages over the questions that apply.
@@ -93,6 +98,7 @@ class QuestionScore:
     pieces: int
     cut: bool
     page_hit: bool | None = None
+    doc_first: bool | None = None
 
 
 def _finder(matching: str) -> tuple[Callable[[str], str], str,
@@ -121,7 +127,9 @@ def score_context(question: Question, context: Context, *, sections: bool = True
     if matching not in MATCHINGS:
         raise ValueError(f"unknown matching {matching!r}; choose from {', '.join(MATCHINGS)}")
     prepare, joiner, contains = _finder(matching)
-    parts = [n for n in (prepare(p.text) for p in context.pieces) if n]
+    # Pieces of other documents stay in place (ranks) but hold nothing.
+    parts = [n for n in (prepare(p.text) if p.doc_id == question.doc_id else " "
+                         for p in context.pieces) if n]
     whole = joiner.join(parts)
     any_hit = full_hit = recall = rr = None
     if question.evidence:
@@ -155,11 +163,12 @@ def score_context(question: Question, context: Context, *, sections: bool = True
         question_id=question.id, any_hit=any_hit, full_hit=full_hit, evidence_recall=recall,
         rr=rr, section_hit=section_hit, section_exact=section_exact, tokens=context.tokens,
         pieces=len(context.pieces), cut=context.cut, page_hit=page_hit,
+        doc_first=context.pieces[0].doc_id == question.doc_id if context.pieces else False,
     )
 
 
 _METRICS = ("any_hit", "full_hit", "evidence_recall", "rr", "section_hit", "section_exact",
-            "page_hit")
+            "page_hit", "doc_first")
 
 
 def aggregate(scores: Iterable[QuestionScore]) -> dict:

@@ -153,12 +153,14 @@ def _hit_counts(results: dict, budgets: list[str]) -> list[str]:
         rows = list(_scope_rows(results, scope))
         if not any((s["budgets"][b].get("page_hit_n") or 0) for _, s in rows for b in budgets):
             continue
-        head = ["method", *[f"any@{b}" for b in budgets], *[f"page@{b}" for b in budgets]]
+        head = ["method", *[f"any@{b}" for b in budgets], *[f"page@{b}" for b in budgets],
+                "right doc first"]
         lines += ["", f"## Any-hit and page-hit counts: {scope}", "",
                   _row(head), _row(["---"] * len(head))]
         for name, s in rows:
             lines.append(_row([name, *[_count(s["budgets"][b], "any_hit") for b in budgets],
-                               *[_count(s["budgets"][b], "page_hit") for b in budgets]]))
+                               *[_count(s["budgets"][b], "page_hit") for b in budgets],
+                               _count(s["budgets"][budgets[-1]], "doc_first")]))
     return lines
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..convert import convert_bytes, converter_for, converter_id
 from ..documents import document_kind
 from ..errors import ConfigError, DocumentError
+from ..parse.cards import read_card
 from ..parse.chunking import Chunk, ChunkConfig, chunk_text, chunk_tree, skip_reasons
 from ..parse.noise import classify_noise
 from ..parse.segmentation import segmented_tree
@@ -180,11 +181,13 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
                                          max_breadcrumb_tokens=config.max_breadcrumb_tokens,
                                          tokenizer=tokenizer)
     tc = time.perf_counter()
+    title = tree.title if tree else doc_id
+    card = read_card(text, title, [n.title for n in tree.roots] if tree is not None else ())
     record = DocumentRecord(
         doc_id=doc_id, source_path=source_path, size=len(text.encode("utf-8")),
-        sha256=digest or text_digest(text), kind=kind, title=tree.title if tree else doc_id,
+        sha256=digest or text_digest(text), kind=kind, title=title,
         n_chunks=len(chunks), line_tokens=line_tokens,
-        pages=pages, converter=converter,
+        pages=pages, converter=converter, card=card.to_dict(),
     )
     tree_json = tree.to_json(include_text=False) if tree is not None else ""
     return ParsedDocument(record, tuple(chunks), (tt - t) + (time.perf_counter() - tc),

@@ -142,6 +142,13 @@ class RetrievalConfig:
       names none of them; ``where`` (``{"key": "value"}`` or ``["key=value"]``) keeps
       documents whose metadata holds every pair (:mod:`.access`). Both act inside search,
       before the top ``k``: hidden documents take no places. ``None``: no filter.
+      ``where`` on a card field (``entity``, ``period``, ``kind``, ``fiscal_year``, ...)
+      matches the document's card (:func:`~proxy_pointer.parse.cards.card_matches`:
+      ``entity=3M`` any name it goes by, ``period=FY2021`` its fiscal year).
+    * ``route`` (default on) sends a question that names an entity the documents' cards
+      know ("3M", "FY2021", "10-Q") to those documents before ranking sections
+      (:mod:`.routing`); the result's ``routing`` says what matched. A question naming
+      none is searched over every document, as with ``route=False``.
     """
 
     budget: int = defaults.BUDGET
@@ -166,6 +173,7 @@ class RetrievalConfig:
     path_prefix: tuple[str, ...] | None = None
     principal: tuple[str, ...] | None = None
     where: tuple[tuple[str, str], ...] | None = None
+    route: bool = True
 
     def __post_init__(self) -> None:
         view = Access.of(self.principal, self.where)  # ConfigError for a malformed one

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..access import Access
 from ..embeddings.base import Embedder
+from ..parse.cards import CARD_FIELDS, Card, card_matches, effective_card
 from ..parse.chunking import Chunk
 from ..parse.tree import Tree, build_tree
 from ..stores.lexical import tokenize
@@ -80,6 +81,10 @@ class Corpus(Protocol):
     def rows_for(self, doc_ids: Iterable[str]) -> np.ndarray: ...
 
     def visible_rows(self, access: Access) -> np.ndarray | None: ...
+
+    def cards(self) -> Mapping[str, Card]: ...
+
+    def visible_documents(self, access: Access) -> Collection[str]: ...
 
     def text(self, doc_id: str) -> str: ...
 
@@ -290,7 +295,27 @@ class Reader:
         if access.everything:
             return self.documents
         return self._derived.visible(("documents", access), lambda: frozenset(
-            d for d, m in self.segments.metadata().items() if access.allows(m)))
+            self._visible(access)))
+
+    def _visible(self, access: Access) -> Iterator[str]:
+        """Documents ``access`` allows; ``where`` filters on card fields (``entity``,
+        ``period``, ``kind``, ...) match the document's card (:func:`card_matches`)."""
+        on_card = tuple((k, v) for k, v in access.where if k in CARD_FIELDS)
+        cards = self.cards() if on_card else {}
+        for d, m in self.segments.metadata().items():
+            if access.allows(m, skip=CARD_FIELDS) and all(
+                    card_matches(cards.get(d, Card()), k, v) for k, v in on_card):
+                yield d
+
+    def cards(self) -> Mapping[str, Card]:
+        """``doc_id -> Card`` of every live document as routing and filters read it: the
+        card read at indexing with the document's metadata fields of the same names in
+        its place (:func:`~proxy_pointer.parse.cards.effective_card`), once per generation."""
+        def make() -> dict[str, Card]:
+            meta = self.segments.metadata()
+            return {d: effective_card(Card.from_dict(c), meta.get(d, {}))
+                    for d, c in self.segments.cards().items()}
+        return self._derived.visible(("cards",), make)
 
     def text(self, doc_id: str) -> str:
         """The stored copy of a document's source, exactly as indexed."""

@@ -40,6 +40,7 @@ from .ranking import (
     select,
 )
 from .rerank import rerank
+from .routing import Route, route
 from .sections import Section
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class Retrieval:
     timings: dict[str, float] = field(default_factory=dict, compare=False)
     """Seconds per stage: ``embed`` (query vector), ``search`` (dense, BM25, fusion),
     ``dedupe`` (grouping chunks by node) and ``slice`` (sections, trimming, budget)."""
+    routing: Route = field(default_factory=Route)  # the documents the question named
 
     @property
     def context(self) -> str:
@@ -73,10 +75,11 @@ class Retrieval:
         """The one JSON-ready result payload (the CLI's ``query --json``, HTTP ``/query``,
         MCP ``search``): ``question``, ``tokens_used``, ``budget``, ``contexts`` (each
         :meth:`Section.to_dict <.sections.Section.to_dict>`, with the ``ref`` every interface
-        opens) and ``omitted`` (refs the budget could not hold)."""
+        opens), ``omitted`` (refs the budget could not hold) and ``routing`` (the documents
+        the question was sent to and which card fields matched: :class:`~.routing.Route`)."""
         return {"question": self.question, "tokens_used": self.tokens_used,
                 "budget": self.budget, "contexts": [s.to_dict() for s in self.sections],
-                "omitted": list(self.omitted)}
+                "omitted": list(self.omitted), "routing": self.routing.to_dict()}
 
 
 class Retriever:
@@ -102,6 +105,16 @@ class Retriever:
         if (rows is not None and len(rows) == 0) or len(self.corpus.chunks) == 0:
             return Retrieval(question, (), cfg.budget, 0)
         timings: dict[str, float] = {}
+        t = time.perf_counter()
+        routed = self._route(question, cfg) if cfg.route else Route()
+        if routed:
+            wanted = self.corpus.rows_for(routed.documents)
+            narrowed = wanted if rows is None else np.intersect1d(rows, wanted)
+            if len(narrowed):
+                rows = narrowed
+            else:
+                routed = Route()
+        timings["route"] = time.perf_counter() - t
         ranked, q = self._search(question[:_MAX_QUESTION_CHARS], cfg, rows, timings)
         t = time.perf_counter()
         candidates = group(self.corpus, ranked)
@@ -121,9 +134,17 @@ class Retriever:
         timings["slice"] = time.perf_counter() - t
         used = sum(s.tokens for s in sections)
         return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates),
-                         tuple(omitted), timings)
+                         tuple(omitted), timings, routed)
 
     # --- search ---------------------------------------------------------------------
+    def _route(self, question: str, cfg: RetrievalConfig) -> Route:
+        """Where the cards send ``question``, among the documents this request may
+        search (its view and ``doc_ids``): a reader never learns of documents it cannot see."""
+        cards = self.corpus.cards()
+        seen = self.corpus.visible_documents(Access.of(cfg.principal, cfg.where))
+        allowed = set(seen) if cfg.doc_ids is None else set(seen) & set(cfg.doc_ids)
+        return route(question, {d: c for d, c in cards.items() if d in allowed})
+
     def _filter_rows(self, cfg: RetrievalConfig) -> np.ndarray | None:
         idx = self.corpus
         rows = idx.visible_rows(Access.of(cfg.principal, cfg.where))

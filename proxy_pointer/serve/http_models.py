@@ -44,8 +44,8 @@ def query_request(limits: Limits) -> type[BaseModel]:
                                         description='only under this breadcrumb, e.g. "Chapter 2"')
         mode: Mode | None = None
         where: dict[str, str | int | float | bool] | None = Field(
-            None, max_length=32, description='only documents whose metadata holds every '
-            'pair, e.g. {"year": 2024}')
+            None, max_length=32, description='only documents whose metadata or card holds '
+            'every pair, e.g. {"year": 2024} or {"entity": "3M", "period": "FY2021"}')
 
         @field_validator("question", mode="before")
         @classmethod

@@ -89,8 +89,14 @@ def document_routes(service: Service) -> APIRouter:
     router = APIRouter()
 
     @router.get("/documents", summary="Every document the caller may read")
-    def documents(request: Request, view: View) -> dict[str, Any]:
-        return pinned(service, request, lambda: {"documents": service.documents(access=view)})
+    def documents(request: Request, view: View, where: Annotated[list[str] | None, Query(
+            max_length=32, description="KEY=VALUE on metadata or card fields, e.g. "
+            "entity=3M, period=FY2021, kind=10-K (repeatable: all must hold)")] = None
+                  ) -> dict[str, Any]:
+        pairs = {*view.where, *Access.of(where=where).where}
+        filtered = Access(view.principal, tuple(sorted(pairs)))
+        return pinned(service, request,
+                      lambda: {"documents": service.documents(access=filtered)})
 
     @router.get("/documents/{doc_id:path}/tree", summary="A document's outline (no text)")
     def outline(request: Request, view: View, doc_id: Annotated[str, PathParam(

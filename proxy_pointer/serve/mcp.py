@@ -75,6 +75,9 @@ Ref = Annotated[str, Field(
     description="A ref as search or outline gives it: doc_id#node_id (a section), "
                 "doc_id#L12-30 or doc_id#L12 (1-based lines).")]
 DocId = Annotated[str, Field(description="A document id, as list_documents gives it.")]
+Where = Annotated[dict[str, str | int | float | bool] | None, Field(
+    description='Only documents whose metadata or card holds every pair, e.g. '
+                '{"entity": "3M", "period": "FY2021", "kind": "10-K"}.', max_length=32)]
 
 
 def build_server(service: Service, *, name: str = "proxy-pointer",
@@ -111,9 +114,9 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
         {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False})
 
     async def search(question: Question, budget: Budget = None, k: K = None,
-                     doc_ids: DocIds = None) -> dict[str, Any]:
+                     doc_ids: DocIds = None, where: Where = None) -> dict[str, Any]:
         return await _call(service.query, question, budget=budget, k=k, doc_ids=doc_ids,
-                           access=access)
+                           where=where, access=access)
 
     async def get_section(ref: Ref) -> dict[str, Any]:
         return await _call(service.section_by_ref, ref, access=access)
@@ -139,7 +142,9 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
         "best passage is to the question; near 0 means off topic), `score`, `tokens` and "
         "`trimmed` (true when only a window of a long section fit: open it whole with "
         "get_section); also "
-        f"`tokens_used` and `budget`. budget: 1..{limits.max_budget} tokens, k: "
+        f"`tokens_used`, `budget` and `routing` (the documents a question naming a company, "
+        f"period or form was kept to, and a `note` when none covers the period asked). "
+        f"budget: 1..{limits.max_budget} tokens, k: "
         f"1..{limits.max_k} sections."))
     server.add_tool(get_section, name="get_section", annotations=reads, description=(
         "Read what a ref from search or outline points at: for doc_id#node_id the whole "

@@ -160,15 +160,19 @@ class Service:
             return self.answer(question, self.config(access=access, **options), llm).to_dict()
 
     def documents(self, *, access: Access = ANONYMOUS) -> list[dict[str, Any]]:
-        """Every document ``access`` sees: ``doc_id``, ``title``, ``kind``, ``size``,
-        ``n_chunks``, ``pages`` (a converted PDF's page count, else None), ``converter``
-        (``"pdf/1"``, or None) and ``metadata`` (without the access list)."""
+        """Every document ``access`` sees (its ``where`` filters included): ``doc_id``,
+        ``title``, ``kind``, ``size``, ``n_chunks``, ``pages`` (a converted PDF's page
+        count, else None), ``converter`` (``"pdf/1"``, or None), ``metadata`` (without the
+        access list) and ``card`` (what the document is: entity, kind, period, ... as
+        routing reads it, metadata fields of the same names in place)."""
         with self.pinned() as idx:
             reader = idx.reader
             seen = reader.visible_documents(access)
+            cards = reader.cards()
             return [{"doc_id": d, "title": r.title, "kind": r.kind, "size": r.size,
                      "n_chunks": r.n_chunks, "pages": len(r.pages) or None,
-                     "converter": r.converter or None, "metadata": public_metadata(r.metadata)}
+                     "converter": r.converter or None, "metadata": public_metadata(r.metadata),
+                     "card": cards[d].to_dict()}
                     for d, r in ((d, reader.documents[d]) for d in reader.documents if d in seen)]
 
     def outline(self, doc_id: str, *, access: Access = ANONYMOUS) -> dict[str, Any]:

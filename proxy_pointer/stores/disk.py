@@ -92,6 +92,7 @@ class DiskSegment:
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._cols: frozenset[str] | None = None
         self._meta: dict[str, dict[str, Any]] | None = None
+        self._cards: dict[str, dict[str, Any]] | None = None
 
     @property
     def approximate(self) -> str | None:
@@ -156,7 +157,19 @@ class DiskSegment:
                               self._query("SELECT doc_id, metadata FROM documents")}
         return self._meta
 
-    def _metadata(self, raw: str | None, doc_id: str) -> dict[str, Any]:
+    def cards(self) -> dict[str, dict[str, Any]]:
+        """Every document's card (``{}`` where none: segments written before cards), in
+        one read."""
+        if self._cards is None:
+            if "card" not in self._columns():
+                self._cards = {d: {} for d in self._doc_table()}
+            else:
+                self._cards = {d: self._metadata(raw, d, "card") for d, raw in
+                               self._query("SELECT doc_id, card FROM documents")}
+        return self._cards
+
+    def _metadata(self, raw: str | None, doc_id: str, what: str = "metadata"
+                  ) -> dict[str, Any]:
         if not raw:
             return {}
         try:
@@ -164,7 +177,7 @@ class DiskSegment:
         except ValueError:
             meta = None
         if not isinstance(meta, dict):
-            raise IndexCorruptError(f"{self.folder / META}: metadata of {doc_id} is not a "
+            raise IndexCorruptError(f"{self.folder / META}: {what} of {doc_id} is not a "
                                     "JSON object")
         return meta
 
@@ -186,20 +199,22 @@ class DiskSegment:
             rows = self._query("SELECT doc_id, source_path, size, sha256, kind, title, n_chunks,"
                                " line_tokens" + (", pages, converter" if paged else ", 0, 0")
                                + (", metadata" if "metadata" in cols else ", NULL")
+                               + (", card" if "card" in cols else ", NULL")
                                + " FROM documents WHERE doc_id = ?", (doc_id,))
             if not rows:
                 if doc_id in self._doc_table():  # listed, yet not found by its key
                     raise IndexCorruptError(f"{self.folder / META}: the record of {doc_id} "
                                             "cannot be found (a damaged table index)")
                 raise KeyError(doc_id)
-            d, path, size, sha, kind, title, n, lt, pages, conv, meta = rows[0]
+            d, path, size, sha, kind, title, n, lt, pages, conv, meta, card = rows[0]
             try:
                 rec = DocumentRecord(doc_id=d, source_path=path, size=size, sha256=sha,
                                      kind=kind, title=title, n_chunks=n,
                                      line_tokens=tuple(np.frombuffer(lt, "<i4").tolist()),
                                      pages=tuple(np.frombuffer(pages, "<i4").tolist())
                                      if pages else (), converter=conv or "",
-                                     metadata=self._metadata(meta, d))
+                                     metadata=self._metadata(meta, d),
+                                     card=self._metadata(card, d, "card"))
             except (TypeError, ValueError):  # counts stored as text, not packed integers
                 raise IndexCorruptError(f"{self.folder / META}: the record of {doc_id} is "
                                         "damaged (its line or page counts)") from None

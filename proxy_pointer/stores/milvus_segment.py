@@ -232,6 +232,7 @@ class MilvusSegment:
         self._rows = rows
         self._docs: dict[str, tuple[str, int, int]] | None = None
         self._meta: dict[str, dict[str, Any]] | None = None
+        self._cards: dict[str, dict[str, Any]] | None = None
         self._lock = threading.Lock()
         self._records: OrderedDict[str, DocumentRecord] = OrderedDict()
         self._texts: OrderedDict[str, str] = OrderedDict()
@@ -276,20 +277,33 @@ class MilvusSegment:
     def metadata(self) -> dict[str, dict[str, Any]]:
         """Every document's metadata, from their records (read in batches, kept)."""
         if self._meta is None:
-            out: dict[str, dict[str, Any]] = {}
-            docs = list(self._doc_table())
-            for i in range(0, len(docs), 256):
-                batch = docs[i:i + 256]
-                found = self.conn.blobs_of([f"rec/{self.name}/{d}" for d in batch])
-                for d in batch:
-                    raw = found[f"rec/{self.name}/{d}"]
-                    if raw is None:
-                        raise IndexCorruptError(
-                            f"{self.conn.location}: record of {d} is missing")
-                    out[d] = DocumentRecord.from_dict(json.loads(raw),
-                                                      source=self.conn.location).metadata
-            self._meta = out
+            self._read_records()
+        assert self._meta is not None
         return self._meta
+
+    def cards(self) -> dict[str, dict[str, Any]]:
+        """Every document's card, from their records (read with the metadata, kept)."""
+        if self._cards is None:
+            self._read_records()
+        assert self._cards is not None
+        return self._cards
+
+    def _read_records(self) -> None:
+        """Every record's metadata and card, in batches of 256 documents."""
+        out: dict[str, dict[str, Any]] = {}
+        cards: dict[str, dict[str, Any]] = {}
+        docs = list(self._doc_table())
+        for i in range(0, len(docs), 256):
+            batch = docs[i:i + 256]
+            found = self.conn.blobs_of([f"rec/{self.name}/{d}" for d in batch])
+            for d in batch:
+                raw = found[f"rec/{self.name}/{d}"]
+                if raw is None:
+                    raise IndexCorruptError(
+                        f"{self.conn.location}: record of {d} is missing")
+                rec = DocumentRecord.from_dict(json.loads(raw), source=self.conn.location)
+                out[d], cards[d] = rec.metadata, rec.card
+        self._meta, self._cards = out, cards
 
     def text(self, doc_id: str) -> str:
         return self._text_and_tree(doc_id, tree=False)[0]

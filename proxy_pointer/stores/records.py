@@ -42,6 +42,9 @@ class DocumentRecord:
     # The user's metadata (access.py): ``access`` (groups allowed to read it) and any other
     # fields; changing it alone re-embeds nothing.
     metadata: dict[str, Any] = field(default_factory=dict)
+    # What the document is, read from its first pages (parse/cards.py, ``Card.to_dict``):
+    # title, entity and its names, kind, period; {} for indexes saved before cards.
+    card: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (one line of ``documents.jsonl``)."""

@@ -102,6 +102,12 @@ class Segment(Protocol):
         what access filters evaluate."""
         ...
 
+    def cards(self) -> dict[str, dict[str, Any]]:
+        """``doc_id -> card`` (:class:`~proxy_pointer.parse.cards.Card` as a dict, ``{}``
+        where none) of every document (deleted ones included), read at once: what routing
+        and card filters evaluate."""
+        ...
+
     def text(self, doc_id: str) -> str: ...
 
     def tree(self, doc_id: str) -> Tree | None:
@@ -189,6 +195,9 @@ class MemorySegment:
 
     def metadata(self) -> dict[str, dict[str, Any]]:
         return {d: p.record.metadata for d, p in self._docs.items()}
+
+    def cards(self) -> dict[str, dict[str, Any]]:
+        return {d: p.record.card for d, p in self._docs.items()}
 
     def text(self, doc_id: str) -> str:
         return self._docs[doc_id].text
@@ -317,6 +326,10 @@ class SegmentSet:
     def metadata(self) -> dict[str, dict[str, Any]]:
         """``doc_id -> metadata`` of every live document."""
         return self._live(lambda seg: seg.metadata())
+
+    def cards(self) -> dict[str, dict[str, Any]]:
+        """``doc_id -> card`` of every live document."""
+        return self._live(lambda seg: seg.cards())
 
     def _live(self, per_segment: Callable[[Segment], dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -117,7 +117,7 @@ class SegmentWriter:
             "CREATE TABLE documents (doc_id TEXT PRIMARY KEY, source_path TEXT, size INTEGER,"
             " sha256 TEXT, kind TEXT, title TEXT, n_chunks INTEGER, line_tokens BLOB,"
             " row_lo INTEGER, row_hi INTEGER, tree TEXT, pages BLOB, converter TEXT,"
-            " metadata TEXT)")
+            " metadata TEXT, card TEXT)")
         self._con.execute(
             f"CREATE TABLE chunks (row INTEGER PRIMARY KEY, {CHUNK_COLS}, crumbs TEXT,"
             " norm TEXT, embed_text TEXT)")
@@ -136,11 +136,12 @@ class SegmentWriter:
             raise ValueError(f"{r.doc_id}: {vectors.shape} vectors for {len(parts.chunks)} "
                              f"chunks of dimension {self.dimension}")
         self._con.execute(
-            "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (r.doc_id, r.source_path, r.size, r.sha256, r.kind, r.title, r.n_chunks,
              np.asarray(r.line_tokens, "<i4").tobytes(), row0, row0 + len(parts.chunks),
              parts.tree_json, np.asarray(r.pages, "<i4").tobytes(), r.converter,
-             json.dumps(r.metadata, ensure_ascii=False) if r.metadata else None))
+             json.dumps(r.metadata, ensure_ascii=False) if r.metadata else None,
+             json.dumps(r.card, ensure_ascii=False) if r.card else None))
         rows = []
         for i, c in enumerate(parts.chunks):
             crumbs = chunk_crumbs(c, r.title)

@@ -76,7 +76,7 @@ async def test_stdio_tools_answer_with_the_service_payloads(index_dir: Path,
             tools = {t.name: t for t in (await session.list_tools()).tools}
             assert set(tools) == TOOLS
             schema = getattr(tools["search"], "input_schema", None) or tools["search"].inputSchema
-            assert set(schema["properties"]) == {"question", "budget", "k", "doc_ids"}
+            assert set(schema["properties"]) == {"question", "budget", "k", "doc_ids", "where"}
             assert schema["required"] == ["question"]
             assert all(t.description for t in tools.values())
 
@@ -175,7 +175,7 @@ async def test_stdio_arguments_are_checked_as_http_checks_them(index_dir: Path,
                 return text
 
             assert await call("search", {"question": "x", "budegt": 10}) == (
-                "unknown argument 'budegt' (expected: question, budget, k, doc_ids)")
+                "unknown argument 'budegt' (expected: question, budget, k, doc_ids, where)")
             assert await call("list_documents", {"all": True}) == (
                 "unknown argument 'all' (expected: none)")
             assert await call("search", {"question": "x", "k": 101}) == (

@@ -1,0 +1,356 @@
+"""Document cards: what a document is, read from its own first pages without an LLM.
+
+A shelf holds many documents of the same kind: a company's 10-Ks of five years, its 10-Qs
+and earnings releases, side by side with other companies'. Before any section can be
+right, the document must be, so each document gets a :class:`Card`: its ``title``, the
+``entity`` it is about and the ``names`` that entity goes by, its ``kind`` and the
+``period`` it covers. For filings these come from the cover page (the registrant's name
+above "Exact name of registrant", the form, "For the fiscal year ended ...", "For the
+quarterly period ended ...", "Date of Report ...", the trading symbol) or an earnings
+release's first lines ("PepsiCo, Inc. (NASDAQ: PEP) today reported results for the
+fourth quarter and full-year 2022"); for papers, the title and abstract; otherwise the
+title and top headings. Nothing is guessed: a field the text does not state stays empty,
+and a user's metadata (``entity``, ``kind``, ``period``, ...) overrides any field
+(:func:`effective_card`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from .periods import DATE, Period, asked_periods, fiscal_year, parse_date, quarter_period
+
+__all__ = ["CARD_FIELDS", "CARD_VERSION", "KIND_WORDS", "Card", "card_matches", "effective_card",
+           "read_card", "short_name"]
+
+#: Bumped when the rules below change what a card holds.
+CARD_VERSION = 1
+_HEAD_CHARS = 20_000  # the cover pages: a filing states what it is before this
+_QUARTER_CHARS = 80_000  # "three and six months ended" is in the first statements
+
+_FORMS = r"10-KT?|10-QT?|8-K|20-F|40-F|6-K|11-K|S-1|S-4|DEF 14A|N-CSR"
+_FORM = re.compile(rf"\bFORM\s+({_FORMS})\b")  # capitals: the cover, not "our Form 10-K"
+_REPORT_FORMS = (("ANNUAL REPORT PURSUANT", "10-K"), ("QUARTERLY REPORT PURSUANT", "10-Q"),
+                 ("CURRENT REPORT", "8-K"))
+_EARNINGS = re.compile(
+    r"\breports?\b[^.\n]{0,80}?\b(?:quarter|full[- ]year|fiscal[- ]year|annual)\b[^.\n]{0,60}?"
+    r"\bresults\b", re.I)
+_EARNINGS_PERIOD = re.compile(
+    r"\b(?:(first|second|third|fourth)[\s-]+quarter|q([1-4]))\b(?:\s+and\s+(?:full|fiscal)"
+    r"[\s-]+year)?(?:\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)?)?\s*((?:19|20)\d\d)", re.I)
+_ANNUAL = re.compile(rf"\bfiscal\s+year\s+ended\s*:?\s*({DATE})", re.I)
+_QUARTERLY = re.compile(rf"\bquarterly\s+period\s+ended\s*:?\s*({DATE})", re.I)
+_EVENT = re.compile(rf"\bDate\s+of\s+Report[^:]{{0,60}}:\s*({DATE})", re.I)
+_MONTHS_ENDED = re.compile(r"\b(?:three\s+and\s+)?(six|nine)\s+months\s+ended", re.I)
+_REGISTRANT = re.compile(r"\(\s*exact\s+name\s+of\s+(?:the\s+)?registrant", re.I)
+_FILE_NUMBER = re.compile(r"commission\s+file\s+(?:number|no\.?)\s*:?\s*[\d-]+", re.I)
+_EXCHANGE = (r"(?:The\s+)?(?:New\s+York\s+Stock\s+Exchange|NYSE|Nasdaq|NASDAQ|"
+             r"Chicago\s+Stock\s+Exchange)")
+_TICKER = re.compile(rf"(?<![\w$.])([A-Z]{{1,5}}(?:\.[A-Z])?),?\s+{_EXCHANGE}")
+_DATELINE = re.compile(
+    r"([A-Z][\w&.,'’ -]{1,80}?)\s*\(\s*(?:NYSE|NASDAQ|Nasdaq)(?:\s+\w+)?\s*:\s*([A-Z.]{1,6})\)")
+_SUFFIXES = {"company", "co", "corp", "corporation", "inc", "incorporated", "plc", "ltd",
+             "limited", "llc", "lp", "nv", "sa", "ag", "se", "holdings", "group"}
+_GENERIC = {"company", "the company", "we", "us", "our", "registrant", "corporation",
+            "parent", "issuer"}
+_ABSTRACT = re.compile(r"^#{1,6}\s*abstract\b", re.I | re.M)
+
+
+@dataclass(frozen=True)
+class Card:
+    """What a document is: ``title``; ``entity`` (the company a filing is by) and every
+    ``names`` it goes by (short form, trading symbol, names it defines for itself:
+    "3M", "MMM", "Amex"); ``kind`` ("10-K", "10-Q", "8-K", "earnings release", "paper", or
+    empty); ``period`` (``"FY2022"``, ``"Q2 FY2023"``, an event's ISO date) with its
+    ``fiscal_year``, ``quarter`` and ISO ``period_end``; ``summary`` (a paper's abstract or
+    a document's top headings, shortened)."""
+
+    title: str = ""
+    entity: str = ""
+    names: tuple[str, ...] = ()
+    kind: str = ""
+    period: str = ""
+    fiscal_year: int | None = None
+    quarter: int | None = None
+    period_end: str = ""
+    summary: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, as stored with the document and shown by ``documents``."""
+        d = asdict(self)
+        d["names"] = list(self.names)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Card:
+        """Inverse of :meth:`to_dict`; unknown keys are ignored, wrong types dropped."""
+        if not data:
+            return cls()
+        out: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            v = data[f.name]
+            if f.name == "names":
+                if isinstance(v, str):
+                    v = [v]
+                if isinstance(v, list | tuple):
+                    out["names"] = tuple(str(x) for x in v if str(x).strip())
+            elif f.name in ("fiscal_year", "quarter"):
+                if isinstance(v, int) and not isinstance(v, bool):
+                    out[f.name] = v
+                elif isinstance(v, str) and v.strip().isdigit():
+                    out[f.name] = int(v)
+            elif v is not None:
+                out[f.name] = str(v)
+        return cls(**out)
+
+
+#: The card fields a ``where`` filter and a user's metadata may name.
+CARD_FIELDS = ("title", "entity", "names", "kind", "period", "fiscal_year", "quarter",
+               "period_end", "summary")
+
+
+def effective_card(card: Card, metadata: Mapping[str, Any]) -> Card:
+    """``card`` with the user's ``metadata`` fields of the same names in its place (the
+    user knows better than a cover page). A metadata ``period`` such as ``"FY2021"`` or
+    ``"Q2 2023"`` also sets the fiscal year and quarter; a metadata ``entity`` also names."""
+    given = {k: metadata[k] for k in CARD_FIELDS if k in metadata}
+    if not given:
+        return card
+    over = Card.from_dict(given)
+    changes = {k: getattr(over, k) for k in given}
+    if "period" in given and not ({"fiscal_year", "quarter"} & given.keys()):
+        asked = asked_periods(over.period)
+        target = asked.target
+        changes["fiscal_year"] = target.year if target else None
+        changes["quarter"] = target.quarter if target else None
+        if target is not None and target.end is not None and "period_end" not in given:
+            changes["period_end"] = target.end.isoformat()
+    if "entity" in given and "names" not in given:
+        changes["names"] = _names(over.entity, (), "")
+    return replace(card, **changes)
+
+
+def read_card(text: str, title: str = "", headings: Sequence[str] = ()) -> Card:
+    """The card of a document whose Markdown is ``text`` (``title`` and top-level
+    ``headings`` from its tree)."""
+    head = _plain(text[:_HEAD_CHARS])
+    kind = _kind(head)
+    entity, ticker = _entity(head, kind)
+    period = _period(head, text, kind)
+    names = _names(entity, (ticker,) if ticker else (), text)
+    summary = _abstract(text) if _ABSTRACT.search(text[:_HEAD_CHARS]) else ""
+    if summary and not kind:
+        kind = "paper"
+    if not summary:
+        summary = "; ".join(h for h in headings[:8] if h)[:300]
+    return Card(
+        title=entity if kind and entity and _is_cover_title(title) else title,
+        entity=entity, names=names, kind=kind,
+        period=_label(period, kind), fiscal_year=period.year if period else None,
+        quarter=period.quarter if period else None,
+        period_end=period.end.isoformat() if period and period.end else "", summary=summary)
+
+
+def short_name(name: str) -> str:
+    """A company's name without "The" and its legal suffixes ("The Boeing Company" ->
+    "Boeing", "PepsiCo, Inc." -> "PepsiCo"); the name itself when nothing is left."""
+    words = re.sub(r"[.,]", " ", name).split()
+    if words and words[0].lower() == "the":
+        words = words[1:]
+    while len(words) > 1 and words[-1].lower().replace(".", "") in _SUFFIXES:
+        words = words[:-1]
+    return " ".join(words) or name
+
+
+# --- the rules ------------------------------------------------------------------------------
+def _plain(text: str) -> str:
+    """Markdown and HTML markup out, one space between words, lines kept."""
+    text = re.sub(r"<[^>]+>", " ", text)
+    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", " ", text)
+    text = re.sub(r"[*#|`>]+|\[[ xX]\]", " ", text)
+    return "\n".join(re.sub(r"[ \t]+", " ", line).strip() for line in text.splitlines())
+
+
+def _kind(head: str) -> str:
+    lead = head[:4000]
+    m = _FORM.search(lead)
+    if m:
+        return m.group(1).upper()
+    if _EARNINGS.search(head[:1500]):
+        return "earnings release"
+    for phrase, form in _REPORT_FORMS:
+        if phrase in lead:
+            return form
+    return ""
+
+
+def _entity(head: str, kind: str) -> tuple[str, str]:
+    """The registrant's name and trading symbol, or ``("", "")`` for a non-filing."""
+    ticker = ""
+    m = _TICKER.search(head)
+    if m and kind:
+        ticker = m.group(1)
+    m = _REGISTRANT.search(head)
+    if m:
+        before = head[:m.start()].rstrip()
+        line = before.rsplit("\n", 1)[-1]
+        line = re.split(r"_{3,}|" + _FILE_NUMBER.pattern, line, flags=re.I)[-1].strip()
+        if not line:
+            lines = [x for x in before.split("\n") if x.strip()]
+            line = lines[-1].strip() if lines else ""
+        name = _clean_name(line)
+        if name:
+            return name, ticker
+    if kind and kind != "earnings release":
+        m = _FILE_NUMBER.search(head)
+        if m:
+            after = [x.strip() for x in head[m.end():].split("\n") if x.strip()][:1]
+            caps = re.match(r"(?:[A-Z0-9&][A-Z0-9&.,'’-]*(?:\s+|$))+", after[0]) if after else None
+            line = caps.group(0) if caps and sum(c.isalpha() for c in caps.group(0)) > 1 else (
+                after[0] if after else "")
+            if line and _looks_like_name(line):
+                return _clean_name(line), ticker
+    if kind == "earnings release":
+        m = _DATELINE.search(head[:6000])
+        if m:
+            name = _clean_name(re.split(r"\s[-–—]\s|\b20\d\d\b", m.group(1))[-1])
+            return name, m.group(2)
+    return "", ""
+
+
+def _looks_like_name(line: str) -> bool:
+    letters = [c for c in line if c.isalpha()]
+    return 2 <= len(line) <= 80 and bool(letters) and (
+        sum(c.isupper() for c in letters) / len(letters) > 0.6)
+
+
+def _clean_name(text: str) -> str:
+    name = re.sub(r"\s+", " ", text).strip(" ,;:-_\\")
+    if not name or len(name) > 100:
+        return ""
+    if name.isupper():
+        name = " ".join(w if (len(w) <= 3 and w in ("PLC", "LLC", "AG", "SE", "NV", "SA"))
+                        or any(c.isdigit() for c in w) else w.capitalize()
+                        for w in name.split())
+    return name
+
+
+def _period(head: str, text: str, kind: str) -> Period | None:
+    m = _ANNUAL.search(head)
+    if kind not in ("10-Q", "8-K", "earnings release") and m:
+        end = parse_date(m.group(1))
+        return Period(fiscal_year(end), None, end) if end else None
+    m = _QUARTERLY.search(head)
+    if m and (end := parse_date(m.group(1))) is not None:
+        months = _MONTHS_ENDED.search(text[:_QUARTER_CHARS])
+        quarter = {"six": 2, "nine": 3}[months.group(1).lower()] if months else 1
+        return quarter_period(end, quarter)
+    m = _EVENT.search(head)
+    if m and (when := parse_date(m.group(1))) is not None:
+        return Period(when.year, None, when)
+    if kind == "earnings release":
+        m = _EARNINGS_PERIOD.search(head[:3000])
+        if m:
+            q = int(m.group(2)) if m.group(2) else ("first", "second", "third",
+                                                     "fourth").index(m.group(1).lower()) + 1
+            return Period(int(m.group(3)), q)
+    return None
+
+
+def _label(period: Period | None, kind: str) -> str:
+    if period is None:
+        return ""
+    if kind == "8-K" and period.end is not None:
+        return period.end.isoformat()
+    return period.label
+
+
+def _names(entity: str, extra: Sequence[str], text: str) -> tuple[str, ...]:
+    """Every name the entity goes by: itself, its short form, ``extra`` (a trading symbol)
+    and names the document defines for it ("American Express Company (“Amex”)") that
+    abbreviate it."""
+    if not entity:
+        return tuple(extra)
+    short = short_name(entity)
+    names = [entity, short, *extra]
+    if text:
+        for form in {entity, short}:
+            pat = re.escape(form).replace(r"\ ", r"\s+")
+            for m in re.finditer(rf"{pat},?\s*\((?:the\s+)?[“\"]([^”\"]{{2,40}})[”\"]"
+                                 rf"((?:\s*,?\s*(?:or\s+)?(?:the\s+)?[“\"][^”\"]{{2,40}}[”\"])*)",
+                                 text, re.I):
+                quoted = [m.group(1), *re.findall(r"[“\"]([^”\"]{2,40})[”\"]", m.group(2))]
+                names.extend(q.strip(" ,") for q in quoted if _abbreviates(q.strip(" ,"), entity))
+    seen: dict[str, str] = {}
+    for n in names:
+        if n and n.lower() not in _GENERIC:
+            seen.setdefault(n.lower(), n)
+    return tuple(seen.values())
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """Whether ``short``'s letters appear in ``long`` in order, starting with its first
+    letter (Schwartz and Hearst's test for an abbreviation: "Amex" of "American Express")."""
+    s = [c for c in short.lower() if c.isalnum()]
+    lo = long.lower()
+    if not s or not lo or s[0] != lo[0]:
+        return False
+    i = 0
+    for c in lo:
+        if i < len(s) and c == s[i]:
+            i += 1
+    return i == len(s) and short.lower() not in _GENERIC
+
+
+def _abstract(text: str) -> str:
+    m = _ABSTRACT.search(text)
+    if m is None:
+        return ""
+    body = text[m.end():m.end() + 2000].split("\n#", 1)[0]
+    return re.sub(r"\s+", " ", body).strip()[:300]
+
+
+def _is_cover_title(title: str) -> bool:
+    """A title that is the filing's cover line ("UNITED STATES SECURITIES AND EXCHANGE
+    COMMISSION", "Table of Contents") rather than its name."""
+    t = title.lower()
+    return not t or "securities and exchange commission" in t or t.startswith(
+        ("table of contents", "form ", "introduction")) or t.endswith((".pdf", ".md", ".htm"))
+
+
+# --- filters --------------------------------------------------------------------------------
+#: Kinds a filter or a question may name by their common words.
+KIND_WORDS = {"10-K": ("10-k", "annual report", "annual"), "20-F": ("20-f", "annual report",
+              "annual"), "40-F": ("40-f", "annual report", "annual"),
+              "10-Q": ("10-q", "quarterly report", "quarterly"),
+              "8-K": ("8-k", "current report"),
+              "earnings release": ("earnings release", "press release", "earnings"),
+              "paper": ("paper", "article")}
+
+
+def card_matches(card: Card, key: str, value: str) -> bool:
+    """Whether ``card`` holds ``key=value`` (a ``where`` filter on a card field): ``entity``
+    and ``names`` match any name the entity goes by, case aside; ``kind`` its kind or a
+    common word for it ("annual report" for a 10-K); ``period`` the same fiscal year (and
+    quarter, when the value names one) or the same end date; other fields their text."""
+    want = value.strip().lower()
+    if key in ("entity", "names"):
+        names = {n.lower() for n in (card.entity, *card.names) if n}
+        return want in names or short_name(value).lower() in names
+    if key == "kind":
+        return want == card.kind.lower() or want in KIND_WORDS.get(card.kind, ())
+    if key == "period":
+        target = asked_periods(value).target
+        if want == card.period.lower() or target is None:
+            return want == card.period.lower()
+        if target.end is not None and card.period_end:
+            return target.end.isoformat() == card.period_end
+        return card.fiscal_year == target.year and (
+            target.quarter is None or card.quarter == target.quarter)
+    got = getattr(card, key, None)
+    return got is not None and str(got).lower() == want

@@ -1,0 +1,144 @@
+"""Reporting periods: what a filing covers and what a question asks about.
+
+A :class:`Period` is a fiscal year, optionally one of its quarters, and where known the
+exact date it ends (or, for a current report, the date of its event). Fiscal years are
+named by the calendar year they end in, except a year ending in January, which is named
+by the year before ("fiscal 2021" ended January 29, 2022), as retailers report.
+
+The same reader serves both sides, so that "FY2022", "fiscal 2022", "Q2 of FY2023",
+"second quarter of 2023", "as of December 31, 2021" and a bare "2022" in a question meet
+"For the fiscal year ended December 31, 2022" or "For the quarterly period ended June 26,
+2022" on a cover page (:mod:`.cards`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+__all__ = ["Asked", "Period", "asked_periods", "fiscal_year", "parse_date", "quarter_period"]
+
+_MONTHS = {m: i for i, m in enumerate(
+    ("january february march april may june july august september october november "
+     "december").split(), 1)}
+_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
+_MONTHS["sept"] = 9
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+#: "December 31, 2022", "Dec. 31 2022", "31 December 2022" or "2022-12-31".
+DATE = (rf"(?:{_MONTH}\s+\d{{1,2}},?\s+(?:19|20)\d\d|\d{{1,2}}\s+{_MONTH}\s+(?:19|20)\d\d"
+        r"|(?:19|20)\d\d-\d\d-\d\d)")
+_DATE_RE = re.compile(DATE, re.I)
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2,
+             "3rd": 3, "4th": 4}
+
+
+@dataclass(frozen=True)
+class Period:
+    """A fiscal ``year``, its ``quarter`` (1-4, ``None`` for the whole year) and the date
+    it ends or its event happened (``end``, ``None`` when not stated)."""
+
+    year: int
+    quarter: int | None = None
+    end: date | None = None
+
+    @property
+    def label(self) -> str:
+        """``"FY2022"``, ``"Q2 FY2023"``; a period known only by its date shows the date."""
+        if self.quarter:
+            return f"Q{self.quarter} FY{self.year}"
+        return f"FY{self.year}"
+
+
+def parse_date(text: str) -> date | None:
+    """The first date written in ``text`` (see :data:`DATE`), or ``None``."""
+    m = _DATE_RE.search(text)
+    if m is None:
+        return None
+    s = m.group(0).lower().replace(",", " ").replace(".", " ")
+    try:
+        if re.fullmatch(r"\d{4}-\d\d-\d\d", s.strip()):
+            y, mo, d = (int(x) for x in s.strip().split("-"))
+            return date(y, mo, d)
+        parts = s.split()
+        if parts[0].isdigit():  # 31 December 2022
+            d, mon, y = int(parts[0]), parts[1], int(parts[2])
+        else:
+            mon, d, y = parts[0], int(parts[1]), int(parts[2])
+        return date(y, _MONTHS[mon[:4] if mon[:4] == "sept" else mon[:3]], d)
+    except (ValueError, KeyError, IndexError):
+        return None
+
+
+def fiscal_year(end: date) -> int:
+    """The name of the fiscal year that ends on ``end`` (January ends name the year before)."""
+    return end.year - 1 if end.month == 1 else end.year
+
+
+def quarter_period(end: date, quarter: int) -> Period:
+    """The period of fiscal ``quarter`` ending on ``end``: its fiscal year is the one that
+    ends ``4 - quarter`` quarters later (a Q2 ending December 31, 2022 of a June year is
+    Q2 FY2023)."""
+    month = end.month + 3 * (4 - quarter)
+    year_end = date(end.year + (month - 1) // 12, (month - 1) % 12 + 1, 1)
+    return Period(fiscal_year(year_end), quarter, end)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The periods a question names: the fiscal ``years`` (``FY2021``, ``fiscal 2021``,
+    bare ``2021``), a ``quarter`` of the latest of them, and exact ``dates``."""
+
+    years: tuple[int, ...] = ()
+    quarter: int | None = None
+    dates: tuple[date, ...] = ()
+
+    @property
+    def target(self) -> Period | None:
+        """The period the question is about: the latest one it names (a filing reports
+        the years before it too, so "FY2019 - FY2021" is answered by the FY2021 one)."""
+        if self.dates and (not self.years or fiscal_year(max(self.dates)) >= max(self.years)):
+            d = max(self.dates)
+            return Period(d.year, None, d)
+        if not self.years:
+            return None
+        return Period(max(self.years), self.quarter)
+
+    def __bool__(self) -> bool:
+        return bool(self.years or self.dates)
+
+
+_FY = re.compile(r"\b(?:fy|fiscal(?:\s+year)?)\s*'?((?:19|20)?\d\d)\b", re.I)
+_QUARTER = re.compile(
+    r"\b(?:q([1-4])|(first|second|third|fourth|1st|2nd|3rd|4th)[\s-]+(?:fiscal\s+)?quarter)"
+    r"(?:\s+(?:of\s+)?(?:the\s+)?(?:fiscal\s+year\s+|fiscal\s+|fy\s*)?'?((?:19|20)\d\d|\d\d)\b)?",
+    re.I)
+_YEAR = re.compile(r"(?<![\d$.,-])((?:19|20)\d\d)(?![\d,.]?\d|\s?%)")
+
+
+def asked_periods(question: str) -> Asked:
+    """The periods ``question`` names (:class:`Asked`); empty when it names none. Amounts
+    ("$2,021"), percentages and other numbers are not years."""
+    years: list[int] = []
+    dates = []
+    rest = question
+    for m in _DATE_RE.finditer(question):
+        d = parse_date(m.group(0))
+        if d is not None:
+            dates.append(d)
+    rest = _DATE_RE.sub(" ", rest)
+    quarter = None
+    for m in _QUARTER.finditer(rest):
+        quarter = int(m.group(1)) if m.group(1) else _ORDINALS[m.group(2).lower()]
+        if m.group(3):
+            years.append(_full_year(m.group(3)))
+    for m in _FY.finditer(rest):
+        years.append(_full_year(m.group(1)))
+    rest = _FY.sub(" ", rest)
+    years.extend(int(m.group(1)) for m in _YEAR.finditer(rest))
+    return Asked(tuple(sorted(set(years))), quarter if years else None, tuple(sorted(set(dates))))
+
+
+def _full_year(text: str) -> int:
+    y = int(text)
+    return y if y >= 100 else 2000 + y

@@ -1,0 +1,238 @@
+"""Routing: find the right documents before the right sections.
+
+A question over a shelf of filings names what it is about ("What was 3M's FY2021 capital
+expenditure?"), and near-identical sections of the wrong year or the wrong company would
+otherwise compete with the right one: a 10-K repeats two prior years, and a company's
+10-K, 10-Q and earnings release share most of their words. :func:`route` matches the
+question against the documents' :class:`~proxy_pointer.parse.cards.Card`:
+
+1. **Entity.** Any name a card's entity goes by (its name, short form, trading symbol and
+   names it defines for itself) written in the question, as a proper noun; documents
+   that share a name (a trading symbol kept through a rename) are one entity. A question
+   naming no entity is not routed, unless the shelf holds one entity only.
+2. **Period.** The latest period the question names (:func:`~proxy_pointer.parse.periods.
+   asked_periods`: a filing reports the years before it too): an annual report of that
+   fiscal year first, then an earnings release of its fourth quarter, a quarterly report
+   of it, a current report in it; a quarter asks for that quarter's report; a date for
+   the report ending or dated on it. Where no document of the entity covers the period,
+   the result says so, and the latest document before it is used (a forecast for FY2023
+   is in the FY2022 report). Without a period, the latest annual report and anything
+   filed after it.
+3. **Kind.** A question naming a kind ("10-Q", "earnings release") keeps that kind where
+   the entity has one.
+
+The search is then kept to those documents (:class:`Route` says which card fields matched
+and why); a question the cards say nothing about is answered over every document.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+from ..parse.cards import KIND_WORDS, Card
+from ..parse.periods import Period, asked_periods
+
+__all__ = ["Route", "route"]
+
+_ANNUAL = ("10-K", "20-F", "40-F")
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a question was sent: ``documents`` (empty: not routed, every document
+    searched), the ``names`` it matched and the ``entities`` they belong to, the
+    ``period`` and ``kind`` it asked for, and a ``note`` when the shelf cannot answer as
+    asked (no document covers the period)."""
+
+    documents: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    period: str = ""
+    kind: str = ""
+    note: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.documents)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, the ``routing`` field of a result."""
+        return {"documents": list(self.documents), "names": list(self.names),
+                "entities": list(self.entities), "period": self.period, "kind": self.kind,
+                "note": self.note}
+
+
+def route(question: str, cards: Mapping[str, Card]) -> Route:
+    """The documents of ``cards`` that ``question`` is about (:class:`Route`); an empty
+    route when it names no entity the cards know (or the shelf is one entity and it
+    names no period)."""
+    groups = _entities(cards)
+    if not groups:
+        return Route()
+    named, hits = _named(question, cards, groups)
+    asked = asked_periods(question)
+    target = asked.target
+    if not named:
+        if len(groups) != 1 or target is None or len(groups[0]) != len(cards):
+            return Route()
+        named = [0]
+    kind = _asked_kind(question)
+    docs: list[str] = []
+    notes: list[str] = []
+    for g in named:
+        members = groups[g]
+        chosen, note = _by_period(members, cards, target)
+        if kind:
+            of_kind = [d for d in chosen if cards[d].kind == kind] or [
+                d for d in members if cards[d].kind == kind and (
+                    target is None or _score(cards[d], target) > 0)]
+            chosen = of_kind or chosen
+        docs.extend(chosen)
+        if note:
+            notes.append(note)
+    entities = tuple(dict.fromkeys(
+        cards[max(groups[g], key=lambda d: _order(cards[d]))].entity for g in named))
+    return Route(tuple(sorted(set(docs))), tuple(hits), entities,
+                 target.label if target and target.end is None else
+                 (target.end.isoformat() if target and target.end else ""),
+                 kind, " ".join(notes))
+
+
+# --- entities ---------------------------------------------------------------------------
+def _entities(cards: Mapping[str, Card]) -> list[list[str]]:
+    """Documents with an entity, grouped: documents that share any name are one entity."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    by_name: dict[str, str] = {}
+    for d in sorted(cards):
+        c = cards[d]
+        if not c.entity:
+            continue
+        parent.setdefault(d, d)
+        for n in {c.entity.lower(), *(x.lower() for x in c.names)}:
+            if n in by_name:
+                parent[find(d)] = find(by_name[n])
+            else:
+                by_name[n] = d
+    out: dict[str, list[str]] = {}
+    for d in parent:
+        out.setdefault(find(d), []).append(d)
+    return sorted(out.values())
+
+
+def _named(question: str, cards: Mapping[str, Card], groups: list[list[str]]
+           ) -> tuple[list[int], list[str]]:
+    """Indexes of the groups whose names the question writes, and the names as written."""
+    lower = question == question.lower()
+    words = set(re.findall(r"[\w&]+", question.lower()))
+    found: list[int] = []
+    hits: list[str] = []
+    for i, members in enumerate(groups):
+        names = {n for d in members for n in (cards[d].entity, *cards[d].names)
+                 if n and re.match(r"[\w&]*", n.lower()).group(0) in words}  # type: ignore[union-attr]
+        for n in sorted(names, key=len, reverse=True):
+            m = _find(question, n, lower)
+            if m:
+                found.append(i)
+                hits.append(m)
+                break
+    return found, hits
+
+
+def _find(question: str, name: str, lower: bool) -> str:
+    """``name`` as the question writes it, or ``""``: as a proper noun (capitalised), a
+    trading symbol exactly; in a question written all in lower case, only a name of
+    several words or with a digit ("3m"), as "block" or "target" are words there."""
+    if len(name) < 2 or (lower and " " not in name and not any(c.isdigit() for c in name)):
+        return ""
+    pat = r"\s+".join(re.escape(w) for w in name.split())
+    symbol = name.isupper() and name.isalpha() and len(name) <= 5
+    for m in re.finditer(rf"(?<![\w&]){pat}(?![\w&]|-\w)", question, 0 if symbol else re.I):
+        text = m.group(0)
+        if symbol or lower or text[0].isupper() or text[0].isdigit():
+            return text
+    return ""
+
+
+# --- periods ----------------------------------------------------------------------------
+def _by_period(members: Sequence[str], cards: Mapping[str, Card], target: Period | None
+               ) -> tuple[list[str], str]:
+    dated = [d for d in members if cards[d].fiscal_year is not None]
+    if not dated:
+        return list(members), ""
+    if target is None:
+        annual = [d for d in dated if cards[d].kind in _ANNUAL]
+        if not annual:
+            return list(members), ""
+        last = max(_order(cards[d]) for d in annual)
+        return [d for d in dated if _order(cards[d]) >= last], ""
+    scores = {d: _score(cards[d], target) for d in dated}
+    best = max(scores.values())
+    if best > 0:
+        return [d for d in dated if scores[d] == best], ""
+    name = cards[members[0]].entity
+    asked = target.end.isoformat() if target.end else target.label
+    before = [d for d in dated if _order(cards[d]) < _order_of(target)]
+    if not before:
+        return list(members), f"No document of {name} covers {asked}."
+    last = max(_order(cards[d]) for d in before)
+    chosen = [d for d in before if _order(cards[d]) == last]
+    shown = ", ".join(cards[d].period for d in chosen[:1])
+    return chosen, f"No document of {name} covers {asked}; the latest before it ({shown}) is used."
+
+
+def _score(card: Card, target: Period) -> int:
+    """How well a card's period answers the asked one (0: not at all)."""
+    if target.end is not None:
+        return _date_score(card, target.end)
+    if card.fiscal_year != target.year:
+        return 0
+    if target.quarter is not None:
+        if card.quarter == target.quarter:
+            return 5
+        return 3 if target.quarter == 4 and card.quarter is None and card.kind in _ANNUAL else 0
+    if card.quarter is None:
+        return 5 if card.kind in _ANNUAL or not card.kind else 1
+    if card.kind == "earnings release" and card.quarter == 4:
+        return 4
+    return 2
+
+
+def _date_score(card: Card, when: date) -> int:
+    if not card.period_end:
+        return 0
+    end = date.fromisoformat(card.period_end)
+    if end == when:
+        return 5
+    span = 370 if card.quarter is None and card.kind != "8-K" else 95
+    return 3 if card.kind != "8-K" and end - timedelta(days=span) < when <= end else 0
+
+
+def _order(card: Card) -> tuple[int, int, str]:
+    return (card.fiscal_year or 0, card.quarter or 5, card.period_end)
+
+
+def _order_of(target: Period) -> tuple[int, int, str]:
+    if target.end is not None:
+        return (target.year, 0, target.end.isoformat())
+    return (target.year, target.quarter or 0, "")
+
+
+def _asked_kind(question: str) -> str:
+    q = question.lower()
+    for kind, words in KIND_WORDS.items():
+        if kind == "paper":
+            continue
+        if any(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", q) for w in words
+               if w not in ("annual", "quarterly", "earnings")):
+            return kind
+    return ""

@@ -1,0 +1,245 @@
+"""Document cards and periods: what a filing, a paper or a manual says it is, read from its
+first pages; what a question's periods are; how card filters match."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxy_pointer.parse.cards import Card, card_matches, effective_card, read_card, short_name
+from proxy_pointer.parse.periods import Period, asked_periods, fiscal_year, quarter_period
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "financebench-dev" / "docs"
+
+TEN_K = """\
+UNITED STATES SECURITIES AND EXCHANGE COMMISSION
+Washington, D.C. 20549
+FORM 10-K
+ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the fiscal year ended January 28, 2023
+Commission File Number 001-11111 ______ ACME WIDGETS, INC. (Exact name of registrant as \
+specified in its charter)
+Securities registered pursuant to Section 12(b) of the Act:
+Title of each class Trading Symbol(s) Name of each exchange on which registered
+Common Stock, $0.01 par value ACMW New York Stock Exchange
+0.5% Notes due 2030 ACMW30 New York Stock Exchange
+
+# Item 1. Business
+
+Acme Widgets, Inc. ("Acme" or the "Company") makes widgets. Refer to our Form 10-Q.
+"""
+
+TEN_Q = """\
+FORM 10-Q
+QUARTERLY REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the quarterly period ended December 31, 2022
+Commission file number: 1-2222
+# GLOBEX PLC
+(Exact name of Registrant as specified in its charter)
+Ordinary Shares GLBX The Nasdaq Stock Market LLC
+
+# Condensed Statements of Income
+
+|  | Three and six months ended December 31, 2022 |
+"""
+
+EIGHT_K = """\
+FORM 8-K
+CURRENT REPORT
+Date of Report (Date of earliest event reported): May 3, 2023
+# Initech Corporation
+(Exact name of registrant as specified in its charter)
+"""
+
+RELEASE = """\
+# Summary
+
+Initech Reports Fourth Quarter and Full-Year 2022 Results; Provides 2023 Outlook
+
+PURCHASE, N.Y. - February 9, 2023 - Initech Corporation (NYSE: INTC) today reported results.
+Please refer to Initech's Annual Report on Form 10-K.
+"""
+
+PAPER = """\
+# Attention Over Widgets
+
+## Abstract
+
+We study widgets with attention. Results improve by 3 points in 2021.
+
+## Introduction
+
+Text.
+"""
+
+MANUAL = """\
+# Pump Station Handbook
+
+## Safety
+
+Wear gloves.
+
+## Maintenance
+
+Grease the bearings in 2024.
+"""
+
+
+def test_an_annual_report_card_reads_its_cover() -> None:
+    card = read_card(TEN_K, "UNITED STATES SECURITIES AND EXCHANGE COMMISSION")
+    assert card.kind == "10-K"  # the cover's FORM, not "our Form 10-Q" below it
+    assert card.entity == "Acme Widgets, Inc." and card.title == "Acme Widgets, Inc."
+    # short form, trading symbol (not the notes' ACMW30), and the name it defines for itself
+    assert card.names == ("Acme Widgets, Inc.", "Acme Widgets", "ACMW", "Acme")
+    # a year ending in January is named by the year before, as retailers name it
+    assert (card.period, card.fiscal_year, card.quarter, card.period_end) == (
+        "FY2022", 2022, None, "2023-01-28")
+
+
+def test_a_quarterly_report_knows_its_quarter_and_fiscal_year() -> None:
+    card = read_card(TEN_Q, "GLOBEX PLC")
+    assert (card.kind, card.entity, card.names) == (
+        "10-Q", "Globex PLC", ("Globex PLC", "Globex", "GLBX"))
+    # six months into the year at December 31: Q2 of the year ending June 2023
+    assert (card.period, card.fiscal_year, card.quarter, card.period_end) == (
+        "Q2 FY2023", 2023, 2, "2022-12-31")
+
+
+def test_a_current_report_is_dated_by_its_event_and_a_release_by_its_quarter() -> None:
+    card = read_card(EIGHT_K, "Initech Corporation")
+    assert (card.kind, card.entity, card.period, card.period_end) == (
+        "8-K", "Initech Corporation", "2023-05-03", "2023-05-03")
+    release = read_card(RELEASE, "Summary")
+    assert (release.kind, release.entity, release.period, release.quarter) == (
+        "earnings release", "Initech Corporation", "Q4 FY2022", 4)
+    assert "INTC" in release.names
+
+
+def test_papers_and_manuals_get_no_entity_and_no_period() -> None:
+    paper = read_card(PAPER, "Attention Over Widgets")
+    assert (paper.kind, paper.entity, paper.period) == ("paper", "", "")
+    assert paper.summary.startswith("We study widgets")
+    manual = read_card(MANUAL, "Pump Station Handbook", ["Pump Station Handbook"])
+    assert (manual.kind, manual.entity, manual.period, manual.names) == ("", "", "", ())
+    assert manual.title == "Pump Station Handbook"
+    empty = read_card("", "")
+    assert empty == Card()
+
+
+def test_metadata_overrides_the_card_and_a_period_sets_its_year() -> None:
+    card = read_card(MANUAL, "Pump Station Handbook")
+    mine = effective_card(card, {"entity": "Pumps Ltd", "period": "Q3 2024", "kind": "manual",
+                                 "access": ["ops"]})
+    assert (mine.entity, mine.names, mine.kind) == ("Pumps Ltd", ("Pumps Ltd", "Pumps"),
+                                                    "manual")
+    assert (mine.period, mine.fiscal_year, mine.quarter) == ("Q3 2024", 2024, 3)
+    assert mine.title == card.title
+    assert effective_card(card, {"year": 2024}) is card  # no card field: unchanged
+
+
+def test_card_filters_match_names_kinds_and_periods() -> None:
+    card = read_card(TEN_Q, "GLOBEX PLC")
+    assert card_matches(card, "entity", "globex") and card_matches(card, "entity", "GLBX")
+    assert card_matches(card, "entity", "Globex plc") and not card_matches(card, "entity", "Acme")
+    assert card_matches(card, "kind", "10-q") and card_matches(card, "kind", "quarterly report")
+    assert not card_matches(card, "kind", "10-K")
+    for period in ("FY2023", "Q2 FY2023", "fiscal 2023", "2022-12-31", "December 31, 2022"):
+        assert card_matches(card, "period", period), period
+    for period in ("FY2022", "Q3 FY2023", "2022-09-30"):
+        assert not card_matches(card, "period", period), period
+    assert card_matches(card, "fiscal_year", "2023") and card_matches(card, "quarter", "2")
+
+
+def test_short_names_drop_the_legal_suffix_only() -> None:
+    assert short_name("The Boeing Company") == "Boeing"
+    assert short_name("PepsiCo, Inc.") == "PepsiCo"
+    assert short_name("Lockheed Martin Corporation") == "Lockheed Martin"
+    assert short_name("Group") == "Group"  # nothing would be left
+
+
+@pytest.mark.parametrize(("question", "years", "quarter", "dates"), [
+    ("Is 3M capital-intensive based on FY2022 data?", (2022,), None, ()),
+    ("AMCOR's restructuring liability as oF Q2 of FY2023 close?", (2023,), 2, ()),
+    ("the FY2019 - FY2020 revenue growth", (2019, 2020), None, ()),
+    ("second quarter of 2023 revenue", (2023,), 2, ()),
+    ("FY21 capex", (2021,), None, ()),
+    ("fiscal year 2020 margin", (2020,), None, ()),
+    ("At the AGM held on May 3, 2023, what passed?", (), None, (date(2023, 5, 3),)),
+    ("revenue of $2,021 million grew 2020 % and 1,999 units", (), None, ()),
+    ("Is the business cyclical?", (), None, ()),
+    ("Q4 2022 and full year", (2022,), 4, ()),
+])
+def test_question_periods(question: str, years: tuple[int, ...], quarter: int | None,
+                          dates: tuple[date, ...]) -> None:
+    asked = asked_periods(question)
+    assert (asked.years, asked.quarter, asked.dates) == (years, quarter, dates)
+
+
+def test_the_target_is_the_latest_period_named() -> None:
+    assert asked_periods("FY2019 - FY2021 average").target == Period(2021)
+    assert asked_periods("as of December 31, 2021").target == Period(
+        2021, None, date(2021, 12, 31))
+    assert asked_periods("nothing here").target is None
+    assert fiscal_year(date(2022, 1, 29)) == 2021 and fiscal_year(date(2022, 6, 30)) == 2022
+    assert quarter_period(date(2022, 6, 26), 2) == Period(2022, 2, date(2022, 6, 26))
+    assert quarter_period(date(2022, 9, 30), 1).year == 2023  # a year ending in June
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400), st.text(max_size=40))
+def test_any_text_gets_a_card_without_raising(text: str, title: str) -> None:
+    card = read_card(text, title)
+    assert isinstance(card, Card)
+    assert Card.from_dict(card.to_dict()) == card
+    asked_periods(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.from_regex(r"(FORM 10-[KQ]\n)?(For the (fiscal year|quarterly period) ended "
+                     r"[A-Z][a-z]{2,8} \d{1,2}, (19|20)\d\d\n)?(Date of Report: \w+ \d+, \d{4}\n)?"
+                     r"[A-Z ,.]{0,30}\(Exact name of registrant\)", fullmatch=True))
+def test_cover_like_text_never_raises(text: str) -> None:
+    read_card(text, "")
+
+
+EXPECTED = {  # file -> (kind, entity, period): read from each filing's own cover
+    "3M_2019_10K": ("10-K", "3M Company", "FY2019"),
+    "3M_2020_10K": ("10-K", "3M Company", "FY2020"),
+    "3M_2021_10K": ("10-K", "3M Company", "FY2021"),
+    "3M_2022_10K": ("10-K", "3M Company", "FY2022"),
+    "AMCOR_2022_10K": ("10-K", "Amcor PLC", "FY2022"),
+    "AMCOR_2023Q2_10Q": ("10-Q", "Amcor PLC", "Q2 FY2023"),
+    "AMERICANEXPRESS_2022_10K": ("10-K", "American Express Company", "FY2022"),
+    "BLOCK_2019_10K": ("10-K", "Square, Inc.", "FY2019"),
+    "BLOCK_2020_10K": ("10-K", "Square, Inc.", "FY2020"),
+    "BLOCK_2021_10K": ("10-K", "Block, Inc.", "FY2021"),
+    "BOEING_2020_10K": ("10-K", "The Boeing Company", "FY2020"),
+    "BOEING_2021_10K": ("10-K", "The Boeing Company", "FY2021"),
+    "BOEING_2022_10K": ("10-K", "The Boeing Company", "FY2022"),
+    "CORNING_2019_10K": ("10-K", "Corning Incorporated", "FY2019"),
+    "CORNING_2021_10K": ("10-K", "Corning Incorporated", "FY2021"),
+    "LOCKHEEDMARTIN_2019_10K": ("10-K", "Lockheed Martin Corporation", "FY2019"),
+    "LOCKHEEDMARTIN_2021_10K": ("10-K", "Lockheed Martin Corporation", "FY2021"),
+    "LOCKHEEDMARTIN_2022Q2_10Q": ("10-Q", "Lockheed Martin Corporation", "Q2 FY2022"),
+    "PEPSICO_2020_10K": ("10-K", "PepsiCo, Inc.", "FY2020"),
+    "PEPSICO_2022Q4_EARNINGS": ("earnings release", "PepsiCo, Inc.", "Q4 FY2022"),
+    "PEPSICO_2022_10K": ("10-K", "PepsiCo, Inc.", "FY2022"),
+    "PEPSICO_2023_8K_dated-2023-05-05": ("8-K", "PepsiCo, Inc.", "2023-05-03"),
+}
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="financebench-dev is not beside the repo")
+def test_every_dev_filing_gets_its_entity_form_and_period() -> None:
+    from proxy_pointer.convert import convert_file
+    from proxy_pointer.parse.tree import build_tree
+
+    got = {}
+    for path in sorted(SHARED.glob("*.pdf")):
+        md = convert_file(path).markdown
+        card = read_card(md, build_tree(md, doc_id=path.name).title)
+        got[path.stem] = (card.kind, card.entity, card.period)
+    assert got == EXPECTED

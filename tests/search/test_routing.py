@@ -1,0 +1,99 @@
+"""Routing a question to the documents its names and periods point at (search/routing.py),
+over cards of a shelf shaped like a real one: one company's filings of several years and
+kinds, a renamed company, and documents that are not filings at all."""
+
+from __future__ import annotations
+
+from proxy_pointer.parse.cards import Card
+from proxy_pointer.search.routing import route
+
+
+def _filing(entity: str, names: tuple[str, ...], kind: str, fy: int, quarter: int | None = None,
+            end: str = "") -> Card:
+    period = f"Q{quarter} FY{fy}" if quarter else (end if kind == "8-K" else f"FY{fy}")
+    return Card(title=entity, entity=entity, names=(entity, *names), kind=kind, period=period,
+                fiscal_year=fy, quarter=quarter, period_end=end)
+
+
+SHELF = {
+    "acme-2020.pdf": _filing("Acme Corp", ("Acme", "ACM"), "10-K", 2020, end="2020-12-31"),
+    "acme-2021.pdf": _filing("Acme Corp", ("Acme", "ACM"), "10-K", 2021, end="2021-12-31"),
+    "acme-2022.pdf": _filing("Acme Corp", ("Acme", "ACM"), "10-K", 2022, end="2022-12-31"),
+    "acme-2022q2.pdf": _filing("Acme Corp", ("Acme", "ACM"), "10-Q", 2022, 2, "2022-06-30"),
+    "acme-2022q4-release.pdf": _filing("Acme Corp", ("Acme", "ACM"), "earnings release", 2022, 4),
+    "acme-8k.pdf": _filing("Acme Corp", ("Acme", "ACM"), "8-K", 2023, end="2023-05-03"),
+    # renamed: the trading symbol kept makes both names one entity
+    "square-2020.pdf": _filing("Square, Inc.", ("Square", "SQ"), "10-K", 2020, end="2020-12-31"),
+    "block-2021.pdf": _filing("Block, Inc.", ("Block", "SQ"), "10-K", 2021, end="2021-12-31"),
+    "globex-2021.pdf": _filing("Globex PLC", ("Globex", "GLBX"), "10-K", 2021, end="2021-06-30"),
+    "paper.md": Card(title="Attention over widgets", kind="paper", summary="We study widgets."),
+    "manual.md": Card(title="Pump handbook"),
+}
+
+
+def test_a_company_and_year_find_that_filing() -> None:
+    r = route("What was Acme's FY2021 capital expenditure?", SHELF)
+    assert r.documents == ("acme-2021.pdf",)
+    assert (r.names, r.entities, r.period, r.note) == (("Acme",), ("Acme Corp",), "FY2021", "")
+    assert route("How did ACM revenue change between 2020 and 2021?", SHELF).documents == (
+        "acme-2021.pdf",)  # the latest year named: a filing reports the years before it
+
+
+def test_quarters_dates_and_kinds() -> None:
+    assert route("Acme backlog in Q2 2022", SHELF).documents == ("acme-2022q2.pdf",)
+    assert route("Acme's debt as of June 30, 2022", SHELF).documents == ("acme-2022q2.pdf",)
+    assert route("What did Acme shareholders vote on May 3, 2023?", SHELF).documents == (
+        "acme-8k.pdf",)
+    # an annual report answers a fiscal year before an earnings release of its Q4 does
+    assert route("Acme FY2022 revenue", SHELF).documents == ("acme-2022.pdf",)
+    r = route("Acme FY2022 revenue in the earnings release", SHELF)
+    assert (r.documents, r.kind) == (("acme-2022q4-release.pdf",), "earnings release")
+
+
+def test_a_period_no_document_covers_is_said_and_the_latest_before_is_used() -> None:
+    r = route("What capex is Acme forecasting for FY2024?", SHELF)
+    assert r.documents == ("acme-8k.pdf",)
+    assert "No document of Acme Corp covers FY2024" in r.note
+    r = route("Acme's FY2018 revenue", SHELF)  # nothing before it: every Acme document
+    assert len(r.documents) == 6 and r.note == "No document of Acme Corp covers FY2018."
+
+
+def test_no_period_means_the_latest_annual_report_and_anything_after() -> None:
+    r = route("Is Acme's business cyclical?", SHELF)
+    assert r.documents == ("acme-2022.pdf", "acme-8k.pdf")
+    assert r.period == ""
+
+
+def test_a_renamed_company_is_one_entity() -> None:
+    r = route("FY2020 revenue growth of Block (formerly known as Square)?", SHELF)
+    assert r.documents == ("square-2020.pdf",)
+    assert r.entities == ("Block, Inc.",)  # named as it is now
+    assert route("Block's FY2021 revenue", SHELF).documents == ("block-2021.pdf",)
+
+
+def test_several_companies_each_get_their_period() -> None:
+    r = route("Compare Acme and Globex FY2021 margins", SHELF)
+    assert r.documents == ("acme-2021.pdf", "globex-2021.pdf")
+
+
+def test_questions_the_cards_say_nothing_about_are_not_routed() -> None:
+    for q in ("What is attention?", "What was revenue in 2021?",
+              "how do i grease the block bearings", "Acmeville weather",
+              "Is square footage reported?"):
+        assert not route(q, SHELF), q
+    assert route("what was acme corp revenue in 2021", SHELF).documents == ("acme-2021.pdf",)
+    assert not route("Acme FY2021", {}), "no cards, no routing"
+
+
+def test_a_shelf_of_one_company_routes_by_period_alone() -> None:
+    one = {d: c for d, c in SHELF.items() if d.startswith("acme")}
+    assert route("What was revenue in FY2021?", one).documents == ("acme-2021.pdf",)
+    assert not route("What was revenue?", one)
+    mixed = {**one, "paper.md": SHELF["paper.md"]}  # not one company's shelf any more
+    assert not route("What was revenue in FY2021?", mixed)
+
+
+def test_the_route_is_json_ready() -> None:
+    d = route("Acme FY2021", SHELF).to_dict()
+    assert d == {"documents": ["acme-2021.pdf"], "names": ["Acme"], "entities": ["Acme Corp"],
+                 "period": "FY2021", "kind": "", "note": ""}

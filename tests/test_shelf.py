@@ -1,0 +1,156 @@
+"""A shelf of filings end to end: cards stored with each document, questions routed to the
+company and period they name, card filters on every interface (Python, CLI, HTTP, MCP,
+both framework retrievers), cards edited through metadata."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from proxy_pointer.cli import main
+from proxy_pointer.embeddings import HashEmbedder
+from proxy_pointer.index import Index
+
+COVER = """\
+UNITED STATES SECURITIES AND EXCHANGE COMMISSION
+FORM 10-K
+ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the fiscal year ended December 31, {year}
+Commission File Number 001-0000
+{name}
+(Exact name of registrant as specified in its charter)
+Common Stock {symbol} New York Stock Exchange
+
+# Item 7. Management's Discussion and Analysis
+
+## Results of Operations
+
+Revenue for fiscal {year} was {revenue} million dollars, driven by widget sales and
+capital expenditure on new plants. Operating margin improved on lower costs.
+
+## Liquidity
+
+Cash from operations funded capital expenditure and dividends in {year}.
+"""
+
+
+def _write(folder: Path) -> Path:
+    folder.mkdir()
+    for name, symbol, year, revenue in (("ACME CORP", "ACM", 2021, 510),
+                                        ("ACME CORP", "ACM", 2022, 620),
+                                        ("GLOBEX INC.", "GLBX", 2022, 900)):
+        stem = f"{name.split()[0].lower()}-{year}.md"
+        (folder / stem).write_text(COVER.format(name=name, symbol=symbol, year=year,
+                                                revenue=revenue), encoding="utf-8")
+    (folder / "notes.md").write_text("# Widget notes\n\n## Revenue\n\nRevenue is what widgets "
+                                     "earn. Capital expenditure buys plants.\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def shelf(tmp_path: Path) -> Path:
+    target = tmp_path / "idx"
+    Index.build([_write(tmp_path / "docs")], embedder=HashEmbedder(64)).save(target)
+    return target
+
+
+def test_cards_are_stored_and_questions_go_to_their_filing(shelf: Path) -> None:
+    idx = Index.load(shelf)
+    cards = idx.reader.cards()
+    assert (cards["acme-2021.md"].entity, cards["acme-2021.md"].period) == ("Acme Corp", "FY2021")
+    assert cards["notes.md"].entity == "" and cards["notes.md"].title == "Widget notes"
+    r = idx.retrieve("What was Acme's FY2021 revenue?", k=4)
+    assert r.sections and {s.doc_id for s in r.sections} == {"acme-2021.md"}
+    assert r.to_dict()["routing"]["documents"] == ["acme-2021.md"]
+    assert r.routing.names == ("Acme",) and r.routing.period == "FY2021"
+    # the same question without routing reaches the other filings too
+    unrouted = idx.retrieve("What was Acme's FY2021 revenue?", k=4, route=False)
+    assert {s.doc_id for s in unrouted.sections} != {"acme-2021.md"}
+    assert not unrouted.routing
+
+
+def test_a_year_no_document_covers_is_said(shelf: Path) -> None:
+    r = Index.load(shelf).retrieve("What was Acme's FY2019 revenue?", k=4)
+    assert "No document of Acme Corp covers FY2019" in r.routing.note
+    assert r.sections and {s.doc_id for s in r.sections} <= {"acme-2021.md", "acme-2022.md"}
+
+
+def test_card_filters_act_inside_the_search(shelf: Path) -> None:
+    idx = Index.load(shelf)
+    by_entity = idx.retrieve("revenue capital expenditure", k=10, where={"entity": "globex"})
+    assert {s.doc_id for s in by_entity.sections} == {"globex-2022.md"}
+    by_period = idx.retrieve("revenue capital expenditure", k=10, where=["period=FY2022"])
+    assert {s.doc_id for s in by_period.sections} == {"acme-2022.md", "globex-2022.md"}
+    assert not idx.retrieve("revenue", where={"kind": "10-Q"}).sections
+    # a routed question cannot escape a filter: Acme is named, but only Globex may be read
+    # (a shelf of one company, so the period alone routes, and says what is missing)
+    r = idx.retrieve("Acme FY2021 revenue", where={"entity": "Globex"})
+    assert {s.doc_id for s in r.sections} == {"globex-2022.md"}
+    assert r.routing.names == () and "Globex Inc. covers FY2021" in r.routing.note
+
+
+def test_metadata_edits_the_card(shelf: Path) -> None:
+    idx = Index.load(shelf)
+    idx.set_metadata({"acme-2022.md": {"period": "FY2023", "access": ["board"]}})
+    card = idx.reader.cards()["acme-2022.md"]
+    assert (card.period, card.fiscal_year) == ("FY2023", 2023)
+    assert idx.retrieve("Acme FY2023 revenue").routing.documents == ("acme-2022.md",)
+    # a reader outside "board" is never routed to it, nor told it exists
+    r = idx.retrieve("Acme FY2023 revenue", principal=["staff"])
+    assert "acme-2022.md" not in r.routing.documents
+    assert all(s.doc_id != "acme-2022.md" for s in r.sections)
+
+
+def test_cli_documents_and_query(shelf: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["documents", "--index", str(shelf), "--where", "entity=ACM"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split("\t")[:4] for ln in lines] == [
+        ["acme-2021.md", "10-K", "Acme Corp", "FY2021"],
+        ["acme-2022.md", "10-K", "Acme Corp", "FY2022"]]
+    assert main(["documents", "--index", str(shelf), "--json"]) == 0
+    rows = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
+    assert {r["doc_id"]: r["card"]["kind"] for r in rows}["globex-2022.md"] == "10-K"
+    assert main(["query", "--index", str(shelf), "Globex revenue in FY2022"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("--- routed by Globex, FY2022 to globex-2022.md")
+    assert main(["query", "--index", str(shelf), "--where", "period=bogus", "revenue"]) == 0
+    assert "No sections found." in capsys.readouterr().out
+
+
+def test_http_mcp_and_retrievers_take_card_filters(shelf: Path) -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from proxy_pointer.access import Access
+    from proxy_pointer.langchain import ProxyPointerRetriever
+    from proxy_pointer.llama_index import ProxyPointerRetriever as LlamaRetriever
+    from proxy_pointer.serve.http import create_app
+    from proxy_pointer.serve.mcp import build_server
+    from proxy_pointer.serve.service import Service
+
+    service = Service(shelf, embedder=HashEmbedder(64))
+    http = TestClient(create_app(service, token="t"))
+    listed = http.get("/documents", params={"where": ["entity=Acme", "period=FY2022"]}).json()
+    assert [d["doc_id"] for d in listed["documents"]] == ["acme-2022.md"]
+    assert listed["documents"][0]["card"]["names"] == ["Acme Corp", "Acme", "ACM"]
+    assert http.get("/documents", params={"where": "nonsense"}).status_code == 400
+    body = http.post("/query", json={"question": "revenue", "where": {"kind": "10-K",
+                                                                      "entity": "GLBX"}}).json()
+    assert {c["doc_id"] for c in body["contexts"]} == {"globex-2022.md"}
+    routed = http.post("/query", json={"question": "Acme FY2022 revenue"}).json()
+    assert routed["routing"]["documents"] == ["acme-2022.md"]
+
+    server = build_server(service, access=Access())
+    result = asyncio.run(server.call_tool("search", {"question": "revenue",
+                                                     "where": {"entity": "Globex"}}))
+    payload = json.loads(result[0][0].text) if isinstance(result, tuple) else json.loads(
+        result.content[0].text)
+    assert {c["doc_id"] for c in payload["contexts"]} == {"globex-2022.md"}
+
+    lc = ProxyPointerRetriever(index_dir=str(shelf), where={"entity": "Globex"})
+    assert {d.metadata["doc_id"] for d in lc.invoke("revenue")} == {"globex-2022.md"}
+    li = LlamaRetriever(index_dir=str(shelf), where={"period": "FY2021"})
+    assert {n.node.metadata["doc_id"] for n in li.retrieve("revenue")} == {"acme-2021.md"}
