@@ -23,8 +23,8 @@ from typing import Any
 
 from .periods import DATE, Period, asked_periods, fiscal_year, parse_date, quarter_period
 
-__all__ = ["CARD_FIELDS", "CARD_VERSION", "KIND_WORDS", "Card", "card_matches", "effective_card",
-           "read_card", "short_name"]
+__all__ = ["CARD_FIELDS", "CARD_VERSION", "KIND_WORDS", "Card", "abbreviates", "card_matches",
+           "effective_card", "read_card", "short_name"]
 
 #: Bumped when the rules below change what a card holds.
 CARD_VERSION = 1
@@ -285,7 +285,7 @@ def _names(entity: str, extra: Sequence[str], text: str) -> tuple[str, ...]:
                                  rf"((?:\s*,?\s*(?:or\s+)?(?:the\s+)?[“\"][^”\"]{{2,40}}[”\"])*)",
                                  text, re.I):
                 quoted = [m.group(1), *re.findall(r"[“\"]([^”\"]{2,40})[”\"]", m.group(2))]
-                names.extend(q.strip(" ,") for q in quoted if _abbreviates(q.strip(" ,"), entity))
+                names.extend(q.strip(" ,") for q in quoted if abbreviates(q.strip(" ,"), entity))
     seen: dict[str, str] = {}
     for n in names:
         if n and n.lower() not in _GENERIC:
@@ -293,18 +293,35 @@ def _names(entity: str, extra: Sequence[str], text: str) -> tuple[str, ...]:
     return tuple(seen.values())
 
 
-def _abbreviates(short: str, long: str) -> bool:
-    """Whether ``short``'s letters appear in ``long`` in order, starting with its first
-    letter (Schwartz and Hearst's test for an abbreviation: "Amex" of "American Express")."""
-    s = [c for c in short.lower() if c.isalnum()]
-    lo = long.lower()
-    if not s or not lo or s[0] != lo[0]:
+def abbreviates(short: str, long: str) -> bool:
+    """Whether ``short`` names the company ``long``: its leading words ("Acme" of "Acme
+    Widgets, Inc."), or an abbreviation of it, whose letters appear in ``long`` in order,
+    starting with its first letter (Schwartz and Hearst's test) and taking the initial of
+    every word of its short form ("Amex" or "AMEX" of "American Express Company", not
+    "EBITDA" or "Ames")."""
+    if not short.strip() or short.lower() in _GENERIC:
         return False
-    i = 0
-    for c in lo:
-        if i < len(s) and c == s[i]:
-            i += 1
-    return i == len(s) and short.lower() not in _GENERIC
+    words = short_name(long).lower().split()
+    given = short.lower().replace(",", " ").replace(".", " ").split()
+    if given and given == words[:len(given)]:
+        return True
+    return _fits("".join(c for c in short.lower() if c.isalnum()), words)
+
+
+def _fits(s: str, words: list[str]) -> bool:
+    """Whether ``s`` is, word by word, each word's initial and some more of its letters."""
+    if not words or not s:
+        return not words and not s
+    w = words[0]
+    if s[0] != w[0]:
+        return False
+    return any(_subsequence(s[1:1 + k], w[1:]) and _fits(s[1 + k:], words[1:])
+               for k in range(len(s)))
+
+
+def _subsequence(part: str, whole: str) -> bool:
+    it = iter(whole)
+    return all(c in it for c in part)
 
 
 def _abstract(text: str) -> str:

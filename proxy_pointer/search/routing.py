@@ -33,12 +33,16 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from ..parse.cards import KIND_WORDS, Card
+from ..parse.cards import KIND_WORDS, Card, abbreviates
 from ..parse.periods import Period, asked_periods
 
 __all__ = ["Route", "route"]
 
 _ANNUAL = ("10-K", "20-F", "40-F")
+#: Capitalised words of business prose that are never a company's abbreviation here.
+_ACRONYMS = frozenset("CEO CFO COO CTO EPS GAAP EBIT EBITDA FY USD US UK EU ESG AGM SEC IPO "
+                      "ROE ROA ROI ROIC FCF CAPEX OPEX LLC LTD INC PLC NYSE NASDAQ YOY QOQ "
+                      "TTM LTM API".split())
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,14 @@ def _named(question: str, cards: Mapping[str, Card], groups: list[list[str]]
                 found.append(i)
                 hits.append(m)
                 break
+        else:
+            # "AMEX" for American Express: a capitalised abbreviation of the entity's name.
+            entity = cards[members[-1]].entity
+            for token in re.findall(r"(?<![\w&])[A-Z]{2,6}(?![\w&])", question):
+                if token not in _ACRONYMS and abbreviates(token, entity):
+                    found.append(i)
+                    hits.append(token)
+                    break
     return found, hits
 
 

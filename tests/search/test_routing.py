@@ -97,3 +97,12 @@ def test_the_route_is_json_ready() -> None:
     d = route("Acme FY2021", SHELF).to_dict()
     assert d == {"documents": ["acme-2021.pdf"], "names": ["Acme"], "entities": ["Acme Corp"],
                  "period": "FY2021", "kind": "", "note": ""}
+
+
+def test_a_capitalised_abbreviation_names_its_company() -> None:
+    shelf = {**SHELF, "amex.pdf": _filing("American Express Company", ("American Express", "AXP"),
+                                          "10-K", 2022, end="2022-12-31")}
+    assert route("Does AMEX have an improving margin in 2022?", shelf).documents == ("amex.pdf",)
+    # business acronyms and words that only look like one are not companies
+    assert not route("What was EBITDA per the CEO in FY2022?", shelf)
+    assert not route("Ames is a city", shelf)

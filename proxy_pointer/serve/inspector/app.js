@@ -157,6 +157,10 @@
     for (const d of data.documents) {
       const meta = [d.doc_id, `${fmt(d.n_chunks)} chunks`];
       if (d.pages) meta.push(`${fmt(d.pages)} pages`);
+      // The card: what the document is (entity, kind, period), as routing reads it.
+      const card = d.card || {};
+      const about = [card.entity, card.kind, card.period].filter(Boolean).join(" · ");
+      if (about) meta.unshift(about);
       const details = el("details", { class: "document", "data-doc": d.doc_id },
         el("summary", {},
           el("span", { class: "doc-title", text: d.title || d.doc_id }),
@@ -259,6 +263,15 @@
 
   function render(data) {
     renderBudget(data);
+    // Which documents the question's names and period sent it to, and what is missing.
+    const r = data.routing || {};
+    const routing = $("routing");
+    routing.hidden = !(r.documents || []).length;
+    if (!routing.hidden) {
+      const asked = [(r.names || []).join(", "), r.period, r.kind].filter(Boolean).join(", ");
+      routing.textContent = `Routed by ${asked} to ${r.documents.join(", ")}.`
+        + (r.note ? ` ${r.note}` : "");
+    }
     const list = $("sections");
     list.replaceChildren();
     data.contexts.forEach((c, i) => list.append(renderContext(c, i)));
