@@ -462,7 +462,7 @@ class Index:
         if llm is None:
             raise ConfigError("no LLM configured for synthesis; set GEMINI_API_KEY")
         retrieval = self.retrieve(question, config, **options)
-        return synthesize(question, retrieval.sections, llm)
+        return synthesize(question, retrieval.sections, llm, note=retrieval.routing.note)
 
     def __len__(self) -> int:
         return self._segments.n_documents()

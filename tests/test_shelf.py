@@ -78,6 +78,18 @@ def test_a_year_no_document_covers_is_said(shelf: Path) -> None:
     assert r.sections and {s.doc_id for s in r.sections} <= {"acme-2021.md", "acme-2022.md"}
 
 
+def test_an_answer_is_told_and_warns_that_the_period_is_missing(shelf: Path) -> None:
+    from proxy_pointer.llm import ScriptedLLM
+
+    llm = ScriptedLLM("The filings do not cover FY2019.")
+    answer = Index.load(shelf).ask("What was Acme's FY2019 revenue?", llm=llm)
+    assert "Note from the search: No document of Acme Corp covers FY2019." in llm.calls[0][0]
+    assert answer.warnings[0] == "No document of Acme Corp covers FY2019."
+    covered = ScriptedLLM("Revenue was 510 [acme-2021.md#0002].")
+    answer = Index.load(shelf).ask("What was Acme's FY2021 revenue?", llm=covered)
+    assert "Note from the search" not in covered.calls[0][0] and not answer.warnings
+
+
 def test_card_filters_act_inside_the_search(shelf: Path) -> None:
     idx = Index.load(shelf)
     by_entity = idx.retrieve("revenue capital expenditure", k=10, where={"entity": "globex"})

@@ -95,8 +95,11 @@ def _numbered(section: Section) -> str:
     )
 
 
-def build_prompt(question: str, sections: Sequence[Section]) -> tuple[str, str]:
-    """The (system, user) prompt that asks ``question`` over ``sections``.
+def build_prompt(question: str, sections: Sequence[Section], note: str = ""
+                 ) -> tuple[str, str]:
+    """The (system, user) prompt that asks ``question`` over ``sections``; ``note`` (what
+    the search could not find as asked: "No document of 3M covers FY2018.") goes with the
+    question, so the answer says so rather than answering from another period.
 
     Each section is given as a ``<section>`` block with its citation id (``Section.ref``),
     breadcrumb and 1-based inclusive line range, followed by its text with line numbers. The
@@ -118,6 +121,7 @@ def build_prompt(question: str, sections: Sequence[Section]) -> tuple[str, str]:
     prompt = (
         f"Sections ({len(blocks)}):\n\n"
         + "\n\n".join(blocks)
+        + (f"\n\nNote from the search: {note}" if note else "")
         + f"\n\nQuestion: {question.strip()}\n\n"
         "Answer from the sections above only, citing each claim as "
         "[doc_id#node_id, lines a-b]."
@@ -340,8 +344,11 @@ class Answer:
         }
 
 
-def synthesize(question: str, sections: Sequence[Section], llm: LLM) -> Answer:
-    """Ask ``llm`` to answer ``question`` from ``sections`` and check the citations.
+def synthesize(question: str, sections: Sequence[Section], llm: LLM, *, note: str = ""
+               ) -> Answer:
+    """Ask ``llm`` to answer ``question`` from ``sections`` and check the citations;
+    ``note`` (the routing's: no document covers the period asked) goes into the prompt
+    and the answer's warnings.
 
     With no sections the LLM is not called and the answer says nothing was retrieved.
     Raises :class:`~proxy_pointer.errors.LLMError` when the LLM fails and ConfigError on an
@@ -361,12 +368,13 @@ def synthesize(question: str, sections: Sequence[Section], llm: LLM) -> Answer:
             input_tokens=None,
             output_tokens=None,
             model=llm.model_id,
+            warnings=(note,) if note else (),
         )
-    system, prompt = build_prompt(question, sections)
+    system, prompt = build_prompt(question, sections, note)
     reply = llm.generate(prompt, system=system)
     citations = tuple(_with_pages(c, sections) for c in parse_citations(reply.text))
     invalid: list[Citation] = []
-    warnings: list[str] = []
+    warnings: list[str] = [note] if note else []
     for citation in citations:
         problem = check_citation(citation, sections)
         if problem is not None:
