@@ -40,7 +40,7 @@ from .ranking import (
     select,
 )
 from .rerank import rerank
-from .routing import Route, route
+from .routing import Route, Shelf
 from .sections import Section
 
 if TYPE_CHECKING:
@@ -140,10 +140,15 @@ class Retriever:
     def _route(self, question: str, cfg: RetrievalConfig) -> Route:
         """Where the cards send ``question``, among the documents this request may
         search (its view and ``doc_ids``): a reader never learns of documents it cannot see."""
-        cards = self.corpus.cards()
-        seen = self.corpus.visible_documents(Access.of(cfg.principal, cfg.where))
-        allowed = set(seen) if cfg.doc_ids is None else set(seen) & set(cfg.doc_ids)
-        return route(question, {d: c for d, c in cards.items() if d in allowed})
+        view = Access.of(cfg.principal, cfg.where)
+
+        def shelf() -> Shelf:
+            seen = self.corpus.visible_documents(view)
+            allowed = set(seen) if cfg.doc_ids is None else set(seen) & set(cfg.doc_ids)
+            return Shelf({d: c for d, c in self.corpus.cards().items() if d in allowed})
+
+        # One shelf per view (and doc_ids) and generation, as visible rows are kept.
+        return self.corpus.derived.visible(("shelf", view, cfg.doc_ids), shelf).route(question)
 
     def _filter_rows(self, cfg: RetrievalConfig) -> np.ndarray | None:
         idx = self.corpus

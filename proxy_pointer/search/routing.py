@@ -36,7 +36,7 @@ from typing import Any
 from ..parse.cards import KIND_WORDS, Card, abbreviates
 from ..parse.periods import Period, asked_periods
 
-__all__ = ["Route", "route"]
+__all__ = ["Route", "Shelf", "route"]
 
 _ANNUAL = ("10-K", "20-F", "40-F")
 #: Capitalised words of business prose that are never a company's abbreviation here.
@@ -72,37 +72,83 @@ class Route:
 def route(question: str, cards: Mapping[str, Card]) -> Route:
     """The documents of ``cards`` that ``question`` is about (:class:`Route`); an empty
     route when it names no entity the cards know (or the shelf is one entity and it
-    names no period)."""
-    groups = _entities(cards)
-    if not groups:
-        return Route()
-    named, hits = _named(question, cards, groups)
-    asked = asked_periods(question)
-    target = asked.target
-    if not named:
-        if len(groups) != 1 or target is None or len(groups[0]) != len(cards):
+    names no period). Builds a :class:`Shelf` each call: hold one to route many."""
+    return Shelf(cards).route(question)
+
+
+class Shelf:
+    """The cards of the documents one view may search, indexed for routing: documents
+    grouped into entities (those sharing any name are one), each name by its first word,
+    each entity by its initial. Built once per view and generation; routing a question
+    then costs a lookup per question word, not a pass over the cards."""
+
+    def __init__(self, cards: Mapping[str, Card]) -> None:
+        self.cards = dict(cards)
+        self.groups = _entities(self.cards)
+        self._by_word: dict[str, list[tuple[str, int]]] = {}
+        self._by_initial: dict[str, list[int]] = {}
+        for i, members in enumerate(self.groups):
+            names = {n for d in members for n in (self.cards[d].entity, *self.cards[d].names)
+                     if n}
+            for n in names:
+                first = re.match(r"[\w&]*", n.lower())
+                self._by_word.setdefault(first.group(0) if first else "", []).append((n, i))
+            latest = self.cards[max(members, key=lambda d: _order(self.cards[d]))].entity
+            self._by_initial.setdefault(latest[:1].lower(), []).append(i)
+
+    def route(self, question: str) -> Route:
+        """See :func:`route`."""
+        if not self.groups:
             return Route()
-        named = [0]
-    kind = _asked_kind(question)
-    docs: list[str] = []
-    notes: list[str] = []
-    for g in named:
-        members = groups[g]
-        chosen, note = _by_period(members, cards, target)
-        if kind:
-            of_kind = [d for d in chosen if cards[d].kind == kind] or [
-                d for d in members if cards[d].kind == kind and (
-                    target is None or _score(cards[d], target) > 0)]
-            chosen = of_kind or chosen
-        docs.extend(chosen)
-        if note:
-            notes.append(note)
-    entities = tuple(dict.fromkeys(
-        cards[max(groups[g], key=lambda d: _order(cards[d]))].entity for g in named))
-    return Route(tuple(sorted(set(docs))), tuple(hits), entities,
-                 target.label if target and target.end is None else
-                 (target.end.isoformat() if target and target.end else ""),
-                 kind, " ".join(notes))
+        cards = self.cards
+        named, hits = self._named(question)
+        target = asked_periods(question).target
+        if not named:
+            if len(self.groups) != 1 or target is None or len(self.groups[0]) != len(cards):
+                return Route()
+            named = [0]
+        kind = _asked_kind(question)
+        docs: list[str] = []
+        notes: list[str] = []
+        for g in named:
+            members = self.groups[g]
+            chosen, note = _by_period(members, cards, target)
+            if kind:
+                of_kind = [d for d in chosen if cards[d].kind == kind] or [
+                    d for d in members if cards[d].kind == kind and (
+                        target is None or _score(cards[d], target) > 0)]
+                chosen = of_kind or chosen
+            docs.extend(chosen)
+            if note:
+                notes.append(note)
+        entities = tuple(dict.fromkeys(self._entity(g) for g in named))
+        return Route(tuple(sorted(set(docs))), tuple(hits), entities,
+                     target.label if target and target.end is None else
+                     (target.end.isoformat() if target and target.end else ""),
+                     kind, " ".join(notes))
+
+    def _entity(self, g: int) -> str:
+        """A group's entity as its latest document names it (a renamed company's new name)."""
+        return self.cards[max(self.groups[g], key=lambda d: _order(self.cards[d]))].entity
+
+    def _named(self, question: str) -> tuple[list[int], list[str]]:
+        """Indexes of the groups whose names the question writes, and the names as written."""
+        lower = question == question.lower()
+        found: dict[int, str] = {}
+        candidates = [c for w in dict.fromkeys(re.findall(r"[\w&]+", question.lower()))
+                      for c in self._by_word.get(w, ())]
+        for n, i in sorted(candidates, key=lambda c: -len(c[0])):
+            if i not in found and (m := _find(question, n, lower)):
+                found[i] = m
+        # "AMEX" for American Express: a capitalised abbreviation of the entity's name.
+        for token in re.findall(r"(?<![\w&])[A-Z]{2,6}(?![\w&])", question):
+            if token in _ACRONYMS:
+                continue
+            for i in self._by_initial.get(token[0].lower(), ()):
+                if i not in found and abbreviates(token, self._entity(i)):
+                    found[i] = token
+        order = sorted(found)
+        return order, [found[i] for i in order]
 
 
 # --- entities ---------------------------------------------------------------------------
@@ -131,33 +177,6 @@ def _entities(cards: Mapping[str, Card]) -> list[list[str]]:
     for d in parent:
         out.setdefault(find(d), []).append(d)
     return sorted(out.values())
-
-
-def _named(question: str, cards: Mapping[str, Card], groups: list[list[str]]
-           ) -> tuple[list[int], list[str]]:
-    """Indexes of the groups whose names the question writes, and the names as written."""
-    lower = question == question.lower()
-    words = set(re.findall(r"[\w&]+", question.lower()))
-    found: list[int] = []
-    hits: list[str] = []
-    for i, members in enumerate(groups):
-        names = {n for d in members for n in (cards[d].entity, *cards[d].names)
-                 if n and re.match(r"[\w&]*", n.lower()).group(0) in words}  # type: ignore[union-attr]
-        for n in sorted(names, key=len, reverse=True):
-            m = _find(question, n, lower)
-            if m:
-                found.append(i)
-                hits.append(m)
-                break
-        else:
-            # "AMEX" for American Express: a capitalised abbreviation of the entity's name.
-            entity = cards[members[-1]].entity
-            for token in re.findall(r"(?<![\w&])[A-Z]{2,6}(?![\w&])", question):
-                if token not in _ACRONYMS and abbreviates(token, entity):
-                    found.append(i)
-                    hits.append(token)
-                    break
-    return found, hits
 
 
 def _find(question: str, name: str, lower: bool) -> str:
