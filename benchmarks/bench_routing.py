@@ -1,8 +1,9 @@
 """What routing costs per question as a shelf grows (search/routing.py).
 
 A :class:`~proxy_pointer.search.routing.Shelf` is built once per view and generation (timed
-apart), then each question is routed. A synthetic shelf of filings: ``companies`` companies with five annual reports and four
-quarterly reports each (their cards only: routing reads nothing else), and questions that
+apart), then each question is routed. A synthetic shelf of filings: ``companies`` companies
+with five annual reports and three quarterly reports each (their cards only: routing reads
+nothing else), and questions that
 name a company and a period, a company only, a period only, or neither. Reports the median
 and 95th-percentile milliseconds of :func:`~proxy_pointer.search.routing.route` per
 question at each size, and the share routed to the right document (a check, not a tuned
@@ -80,7 +81,8 @@ def run(sizes: list[int], questions: int = 200) -> list[dict]:
                 right += r.documents == (want,)
         times.sort()
         rows.append({"companies": companies, "documents": len(cards), "questions": len(qs),
-                     "shelf_build_ms": round(build_ms, 1), "p50_ms": round(statistics.median(times), 3),
+                     "shelf_build_ms": round(build_ms, 1),
+                     "p50_ms": round(statistics.median(times), 3),
                      "p95_ms": round(times[int(0.95 * (len(times) - 1))], 3),
                      "routed_right": f"{right}/{asked}"})
         print(rows[-1], flush=True)

@@ -166,3 +166,19 @@ def test_http_mcp_and_retrievers_take_card_filters(shelf: Path) -> None:
     assert {d.metadata["doc_id"] for d in lc.invoke("revenue")} == {"globex-2022.md"}
     li = LlamaRetriever(index_dir=str(shelf), where={"period": "FY2021"})
     assert {n.node.metadata["doc_id"] for n in li.retrieve("revenue")} == {"acme-2021.md"}
+
+
+def test_an_index_saved_before_cards_reads_empty_cards(shelf: Path) -> None:
+    import sqlite3
+
+    for meta in shelf.rglob("meta.sqlite"):  # as segments were written before cards
+        con = sqlite3.connect(meta)
+        con.execute("ALTER TABLE documents DROP COLUMN card")
+        con.commit()
+        con.close()
+    idx = Index.load(shelf)
+    assert set(idx.reader.cards().values()) == {idx.reader.cards()["notes.md"]}
+    assert idx.reader.cards()["acme-2021.md"].entity == ""
+    r = idx.retrieve("What was Acme's FY2021 revenue?")
+    assert r.sections and not r.routing  # answered as before cards: over every document
+    assert idx.reader.documents["acme-2021.md"].card == {}

@@ -49,7 +49,7 @@ _REGISTRANT = re.compile(r"\(\s*exact\s+name\s+of\s+(?:the\s+)?registrant", re.I
 _FILE_NUMBER = re.compile(r"commission\s+file\s+(?:number|no\.?)\s*:?\s*[\d-]+", re.I)
 _EXCHANGE = (r"(?:The\s+)?(?:New\s+York\s+Stock\s+Exchange|NYSE|Nasdaq|NASDAQ|"
              r"Chicago\s+Stock\s+Exchange)")
-_TICKER = re.compile(rf"(?<![\w$.])([A-Z]{{1,5}}(?:\.[A-Z])?),?\s+{_EXCHANGE}")
+_TICKER = re.compile(rf"(?<![\w$./-])([A-Z]{{1,5}}(?:\.[A-Z])?),?\s+{_EXCHANGE}")
 _DATELINE = re.compile(
     r"([A-Z][\w&.,'’ -]{1,80}?)\s*\(\s*(?:NYSE|NASDAQ|Nasdaq)(?:\s+\w+)?\s*:\s*([A-Z.]{1,6})\)")
 _SUFFIXES = {"company", "co", "corp", "corporation", "inc", "incorporated", "plc", "ltd",
@@ -181,7 +181,7 @@ def _kind(head: str) -> str:
     m = _FORM.search(lead)
     if m:
         return m.group(1).upper()
-    if _EARNINGS.search(head[:1500]):
+    if _EARNINGS.search(head[:1500]) and _DATELINE.search(head[:6000]):
         return "earnings release"
     for phrase, form in _REPORT_FORMS:
         if phrase in lead:

@@ -243,3 +243,11 @@ def test_every_dev_filing_gets_its_entity_form_and_period() -> None:
         card = read_card(md, build_tree(md, doc_id=path.name).title)
         got[path.stem] = (card.kind, card.entity, card.period)
     assert got == EXPECTED
+
+
+def test_a_form_number_is_not_a_trading_symbol() -> None:
+    card = read_card("FORM 10-K NYSE\nCommission File Number 1-1\nACME CORP\n"
+                     "(Exact name of registrant)\n", "")
+    assert card.names == ("Acme Corp", "Acme")
+    release = read_card("Acme reports annual results for 2022 and the quarter.\n", "")
+    assert release.kind == ""  # an earnings release names its exchange and symbol

@@ -78,6 +78,9 @@ def saved(request, sample_copy: Path, memory_index: Index, tmp_path_factory):
 def test_round_trip_holds_the_same_contents(saved, memory_index: Index) -> None:
     _, _, idx = saved
     assert dict(idx.reader.documents) == dict(memory_index.reader.documents)
+    # cards travel with the records (a column locally, the record's JSON on Milvus)
+    cards = idx.reader.cards()
+    assert cards == memory_index.reader.cards() and {c.kind for c in cards.values()} == {"paper"}
     assert list(idx.reader.chunks) == list(memory_index.reader.chunks)
     np.testing.assert_allclose(idx.reader.vectors, memory_index.reader.vectors, atol=1e-6)
     for d in memory_index.reader.documents:
