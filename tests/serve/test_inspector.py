@@ -223,3 +223,41 @@ def test_a_token_shows_what_its_groups_may_read(server: str, tmp_path: Path) -> 
     assert "Furnace rota" in ops.texts(".doc-title")
     assert ops.texts("h4")[0] == "Night shifts"
     assert ops.texts("#error") == [""]
+
+
+FILING = """\
+FORM 10-K
+For the fiscal year ended December 31, {year}
+Commission File Number 001-0000
+ACME CORP
+(Exact name of registrant as specified in its charter)
+
+# Results of Operations
+
+Revenue for fiscal {year} was {revenue} million dollars from widget sales.
+"""
+
+
+def test_cards_and_routing_are_shown(tmp_path: Path) -> None:
+    _browser()
+    pytest.importorskip("fastapi")
+    from proxy_pointer.embeddings import HashEmbedder
+    from proxy_pointer.index import update_directory
+    from proxy_pointer.serve.http import create_app
+    from proxy_pointer.serve.service import Service
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for year, revenue in ((2021, 510), (2022, 620)):
+        (docs / f"acme-{year}.md").write_text(FILING.format(year=year, revenue=revenue),
+                                              encoding="utf-8")
+    update_directory(tmp_path / "idx", [docs], embedder=HashEmbedder(64))
+    service = Service(tmp_path / "idx", embedder=HashEmbedder(64))
+    with serve_asgi(create_app(service)) as base:
+        page = _Page(_dump(f"{base}/?{urlencode({'q': 'Acme revenue in FY2019'})}",
+                           tmp_path / "profile"))
+    # The document list shows each card; the result says where it was routed and why.
+    assert page.texts(".doc-meta")[0].startswith("acme-2021.md · Acme Corp · 10-K · FY2021")
+    routing = page.texts("#routing")[0]
+    assert routing.startswith("Routed by Acme, FY2019 to acme-2021.md, acme-2022.md.")
+    assert "No document of Acme Corp covers FY2019." in routing

@@ -160,7 +160,7 @@
       // The card: what the document is (entity, kind, period), as routing reads it.
       const card = d.card || {};
       const about = [card.entity, card.kind, card.period].filter(Boolean).join(" · ");
-      if (about) meta.unshift(about);
+      if (about) meta.splice(1, 0, about);
       const details = el("details", { class: "document", "data-doc": d.doc_id },
         el("summary", {},
           el("span", { class: "doc-title", text: d.title || d.doc_id }),
