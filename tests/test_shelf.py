@@ -63,19 +63,21 @@ def test_cards_are_stored_and_questions_go_to_their_filing(shelf: Path) -> None:
     assert (cards["acme-2021.md"].entity, cards["acme-2021.md"].period) == ("Acme Corp", "FY2021")
     assert cards["notes.md"].entity == "" and cards["notes.md"].title == "Widget notes"
     r = idx.retrieve("What was Acme's FY2021 revenue?", k=4)
-    assert r.sections and {s.doc_id for s in r.sections} == {"acme-2021.md"}
+    # the filing asked for, and no other filing (notes.md claims no entity: it competes)
+    assert {s.doc_id for s in r.sections} - {"notes.md"} == {"acme-2021.md"}
     assert r.to_dict()["routing"]["documents"] == ["acme-2021.md"]
     assert r.routing.names == ("Acme",) and r.routing.period == "FY2021"
     # the same question without routing reaches the other filings too
     unrouted = idx.retrieve("What was Acme's FY2021 revenue?", k=4, route=False)
-    assert {s.doc_id for s in unrouted.sections} != {"acme-2021.md"}
+    assert {s.doc_id for s in unrouted.sections} - {"notes.md"} != {"acme-2021.md"}
     assert not unrouted.routing
 
 
 def test_a_year_no_document_covers_is_said(shelf: Path) -> None:
     r = Index.load(shelf).retrieve("What was Acme's FY2019 revenue?", k=4)
     assert "No document of Acme Corp covers FY2019" in r.routing.note
-    assert r.sections and {s.doc_id for s in r.sections} <= {"acme-2021.md", "acme-2022.md"}
+    assert r.sections and {s.doc_id for s in r.sections} <= {"acme-2021.md", "acme-2022.md",
+                                                             "notes.md"}
 
 
 def test_an_answer_is_told_and_warns_that_the_period_is_missing(shelf: Path) -> None:
@@ -182,3 +184,11 @@ def test_an_index_saved_before_cards_reads_empty_cards(shelf: Path) -> None:
     r = idx.retrieve("What was Acme's FY2021 revenue?")
     assert r.sections and not r.routing  # answered as before cards: over every document
     assert idx.reader.documents["acme-2021.md"].card == {}
+
+
+def test_routing_chooses_among_filings_and_never_hides_other_documents(shelf: Path) -> None:
+    idx = Index.load(shelf)
+    r = idx.retrieve("Acme FY2021 revenue capital expenditure widgets plants", k=10)
+    assert r.routing.documents == ("acme-2021.md",)
+    # notes.md claims no entity: it still competes, the other filings do not
+    assert {s.doc_id for s in r.sections} == {"acme-2021.md", "notes.md"}

@@ -106,9 +106,11 @@ class Retriever:
             return Retrieval(question, (), cfg.budget, 0)
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        routed = self._route(question, cfg) if cfg.route else Route()
+        routed, others = self._route(question, cfg) if cfg.route else (Route(), ())
         if routed:
-            wanted = self.corpus.rows_for(routed.documents)
+            # The routed filings, and every document no card claims for an entity (a
+            # manual, a paper): routing chooses among filings and never hides the rest.
+            wanted = self.corpus.rows_for((*routed.documents, *others))
             narrowed = wanted if rows is None else np.intersect1d(rows, wanted)
             if len(narrowed):
                 rows = narrowed
@@ -137,9 +139,10 @@ class Retriever:
                          tuple(omitted), timings, routed)
 
     # --- search ---------------------------------------------------------------------
-    def _route(self, question: str, cfg: RetrievalConfig) -> Route:
+    def _route(self, question: str, cfg: RetrievalConfig) -> tuple[Route, tuple[str, ...]]:
         """Where the cards send ``question``, among the documents this request may
-        search (its view and ``doc_ids``): a reader never learns of documents it cannot see."""
+        search (its view and ``doc_ids``): a reader never learns of documents it cannot
+        see; and the documents of that view whose cards name no entity."""
         view = Access.of(cfg.principal, cfg.where)
 
         def shelf() -> Shelf:
@@ -148,7 +151,8 @@ class Retriever:
             return Shelf({d: c for d, c in self.corpus.cards().items() if d in allowed})
 
         # One shelf per view (and doc_ids) and generation, as visible rows are kept.
-        return self.corpus.derived.visible(("shelf", view, cfg.doc_ids), shelf).route(question)
+        kept = self.corpus.derived.visible(("shelf", view, cfg.doc_ids), shelf)
+        return kept.route(question), kept.unclaimed
 
     def _filter_rows(self, cfg: RetrievalConfig) -> np.ndarray | None:
         idx = self.corpus

@@ -21,8 +21,10 @@ question against the documents' :class:`~proxy_pointer.parse.cards.Card`:
 3. **Kind.** A question naming a kind ("10-Q", "earnings release") keeps that kind where
    the entity has one.
 
-The search is then kept to those documents (:class:`Route` says which card fields matched
-and why); a question the cards say nothing about is answered over every document.
+The search is then kept to those documents and to every document whose card names no
+entity (a manual, a paper: routing chooses among filings, it never hides the rest);
+:class:`Route` says which card fields matched and why. A question the cards say nothing
+about is answered over every document.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class Shelf:
     def __init__(self, cards: Mapping[str, Card]) -> None:
         self.cards = dict(cards)
         self.groups = _entities(self.cards)
+        #: Documents whose cards name no entity (papers, manuals): never routed away.
+        self.unclaimed = tuple(sorted(d for d, c in self.cards.items() if not c.entity))
         self._by_word: dict[str, list[tuple[str, int]]] = {}
         self._by_initial: dict[str, list[int]] = {}
         for i, members in enumerate(self.groups):
