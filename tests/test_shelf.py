@@ -110,7 +110,7 @@ def test_metadata_edits_the_card(shelf: Path) -> None:
     idx = Index.load(shelf)
     idx.set_metadata({"acme-2022.md": {"period": "FY2023", "access": ["board"]}})
     card = idx.reader.cards()["acme-2022.md"]
-    assert (card.period, card.fiscal_year) == ("FY2023", 2023)
+    assert (card.period, card.fiscal_year, card.period_end) == ("FY2023", 2023, "")
     assert idx.retrieve("Acme FY2023 revenue").routing.documents == ("acme-2022.md",)
     # a reader outside "board" is never routed to it, nor told it exists
     r = idx.retrieve("Acme FY2023 revenue", principal=["staff"])

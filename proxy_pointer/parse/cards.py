@@ -23,11 +23,9 @@ from typing import Any
 
 from .periods import DATE, Period, asked_periods, fiscal_year, parse_date, quarter_period
 
-__all__ = ["CARD_FIELDS", "CARD_VERSION", "KIND_WORDS", "Card", "abbreviates", "card_matches",
+__all__ = ["CARD_FIELDS", "KIND_WORDS", "Card", "abbreviates", "card_matches",
            "effective_card", "read_card", "short_name"]
 
-#: Bumped when the rules below change what a card holds.
-CARD_VERSION = 1
 _HEAD_CHARS = 20_000  # the cover pages: a filing states what it is before this
 _QUARTER_CHARS = 80_000  # "three and six months ended" is in the first statements
 
@@ -128,8 +126,8 @@ def effective_card(card: Card, metadata: Mapping[str, Any]) -> Card:
         target = asked.target
         changes["fiscal_year"] = target.year if target else None
         changes["quarter"] = target.quarter if target else None
-        if target is not None and target.end is not None and "period_end" not in given:
-            changes["period_end"] = target.end.isoformat()
+        if "period_end" not in given:  # the cover's end date belongs to the cover's period
+            changes["period_end"] = target.end.isoformat() if target and target.end else ""
     if "entity" in given and "names" not in given:
         changes["names"] = _names(over.entity, (), "")
     return replace(card, **changes)

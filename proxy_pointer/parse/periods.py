@@ -44,7 +44,7 @@ class Period:
 
     @property
     def label(self) -> str:
-        """``"FY2022"``, ``"Q2 FY2023"``; a period known only by its date shows the date."""
+        """``"FY2022"`` or ``"Q2 FY2023"`` (a current report's card shows its date instead)."""
         if self.quarter:
             return f"Q{self.quarter} FY{self.year}"
         return f"FY{self.year}"
