@@ -26,7 +26,7 @@ from .periods import DATE, Period, asked_periods, fiscal_year, parse_date, quart
 __all__ = ["CARD_FIELDS", "KIND_WORDS", "Card", "abbreviates", "card_matches",
            "effective_card", "read_card", "short_name"]
 
-_HEAD_CHARS = 20_000  # the cover pages: a filing states what it is before this
+_HEAD_CHARS = 50_000  # the cover pages, after a glossy report's letter to shareholders
 _QUARTER_CHARS = 80_000  # "three and six months ended" is in the first statements
 
 _FORMS = r"10-KT?|10-QT?|8-K|20-F|40-F|6-K|11-K|S-1|S-4|DEF 14A|N-CSR"
@@ -39,7 +39,7 @@ _EARNINGS = re.compile(
 _EARNINGS_PERIOD = re.compile(
     r"\b(?:(first|second|third|fourth)[\s-]+quarter|q([1-4]))\b(?:\s+and\s+(?:full|fiscal)"
     r"[\s-]+year)?(?:\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)?)?\s*((?:19|20)\d\d)", re.I)
-_ANNUAL = re.compile(rf"\bfiscal\s+year\s+ended\s*:?\s*({DATE})", re.I)
+_ANNUAL = re.compile(rf"\b(?:fiscal\s+year|for\s+the\s+year)\s+ended\s*:?\s*({DATE})", re.I)
 _QUARTERLY = re.compile(rf"\bquarterly\s+period\s+ended\s*:?\s*({DATE})", re.I)
 _EVENT = re.compile(rf"\bDate\s+of\s+Report[^:]{{0,60}}:\s*({DATE})", re.I)
 _MONTHS_ENDED = re.compile(r"\b(?:three\s+and\s+)?(six|nine)\s+months\s+ended", re.I)
@@ -176,7 +176,7 @@ def _plain(text: str) -> str:
 
 def _kind(head: str) -> str:
     lead = head[:4000]
-    m = _FORM.search(lead)
+    m = _FORM.search(head)  # "FORM 10-K" in capitals is the cover's, wherever it is
     if m:
         return m.group(1).upper()
     if _EARNINGS.search(head[:1500]) and _DATELINE.search(head[:6000]):

@@ -25,9 +25,9 @@ _MONTHS = {m: i for i, m in enumerate(
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
-#: "December 31, 2022", "Dec. 31 2022", "31 December 2022" or "2022-12-31".
+#: "December 31, 2022", "Dec. 31 2022", "31 December 2022", "2022-12-31" or "12/31/2022".
 DATE = (rf"(?:{_MONTH}\s+\d{{1,2}},?\s+(?:19|20)\d\d|\d{{1,2}}\s+{_MONTH}\s+(?:19|20)\d\d"
-        r"|(?:19|20)\d\d-\d\d-\d\d)")
+        r"|(?:19|20)\d\d-\d\d-\d\d|\d{1,2}/\d{1,2}/(?:19|20)\d\d)")
 _DATE_RE = re.compile(DATE, re.I)
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2,
              "3rd": 3, "4th": 4}
@@ -59,6 +59,9 @@ def parse_date(text: str) -> date | None:
     try:
         if re.fullmatch(r"\d{4}-\d\d-\d\d", s.strip()):
             y, mo, d = (int(x) for x in s.strip().split("-"))
+            return date(y, mo, d)
+        if "/" in s:  # US order: month/day/year
+            mo, d, y = (int(x) for x in s.strip().split("/"))
             return date(y, mo, d)
         parts = s.split()
         if parts[0].isdigit():  # 31 December 2022

@@ -251,3 +251,11 @@ def test_a_form_number_is_not_a_trading_symbol() -> None:
     assert card.names == ("Acme Corp", "Acme")
     release = read_card("Acme reports annual results for 2022 and the quarter.\n", "")
     assert release.kind == ""  # an earnings release names its exchange and symbol
+
+
+def test_a_glossy_report_states_its_cover_after_the_letter() -> None:
+    letter = "# Dear shareholders\n\n" + "We grew our widget business again this year. " * 600
+    card = read_card(letter + "\n" + TEN_K.replace("ended January 28, 2023",
+                                                   "ended: 12/31/2022"), "Dear shareholders")
+    assert (card.kind, card.entity, card.period, card.period_end) == (
+        "10-K", "Acme Widgets, Inc.", "FY2022", "2022-12-31")
