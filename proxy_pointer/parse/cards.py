@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
+from datetime import date
 from typing import Any
 
 from .periods import DATE, Period, asked_periods, fiscal_year, parse_date, quarter_period
@@ -242,7 +243,7 @@ def _period(head: str, text: str, kind: str) -> Period | None:
     m = _ANNUAL.search(head)
     if kind not in ("10-Q", "8-K", "earnings release") and m:
         end = parse_date(m.group(1))
-        return Period(fiscal_year(end), None, end) if end else None
+        return Period(_own_year(end, text), None, end) if end else None
     m = _QUARTERLY.search(head)
     if m and (end := parse_date(m.group(1))) is not None:
         months = _MONTHS_ENDED.search(text[:_QUARTER_CHARS])
@@ -258,6 +259,21 @@ def _period(head: str, text: str, kind: str) -> Period | None:
                                                      "fourth").index(m.group(1).lower()) + 1
             return Period(int(m.group(3)), q)
     return None
+
+
+def _own_year(end: date, text: str) -> int:
+    """The name of the fiscal year ending on ``end`` as the filing itself writes it, where
+    the calendar leaves it open (a year ending in January or February: Walmart's ending
+    January 31, 2023 is "fiscal 2023", Target's ending January 28, 2023 "fiscal 2022");
+    :func:`~.periods.fiscal_year`'s rule where the text does not say."""
+    if end.month > 2:
+        return fiscal_year(end)
+    window = text[:_QUARTER_CHARS * 4]
+    said = {y: len(re.findall(rf"\bfiscal\s+(?:year\s+)?{y}\b", window, re.I))
+            for y in (end.year, end.year - 1)}
+    if said[end.year] != said[end.year - 1]:
+        return max(said, key=lambda y: said[y])
+    return fiscal_year(end)
 
 
 def _label(period: Period | None, kind: str) -> str:

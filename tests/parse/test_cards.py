@@ -259,3 +259,12 @@ def test_a_glossy_report_states_its_cover_after_the_letter() -> None:
                                                    "ended: 12/31/2022"), "Dear shareholders")
     assert (card.kind, card.entity, card.period, card.period_end) == (
         "10-K", "Acme Widgets, Inc.", "FY2022", "2022-12-31")
+
+
+def test_a_january_year_is_named_as_the_filing_names_it() -> None:
+    walmart = TEN_K.replace("January 28, 2023", "January 31, 2023") + (
+        "\nIn fiscal 2023, net sales grew. Compared with fiscal 2022, fiscal 2023 was strong.\n")
+    assert read_card(walmart, "").period == "FY2023"
+    target = TEN_K + "\nIn fiscal 2022 (the year ended January 28, 2023) sales grew.\n"
+    assert read_card(target, "").period == "FY2022"
+    assert read_card(TEN_K, "").period == "FY2022"  # silent: January names the year before
