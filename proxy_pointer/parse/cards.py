@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from datetime import date
 from typing import Any
 
+from ..tokens import count_tokens
 from .periods import DATE, Period, asked_periods, fiscal_year, parse_date, quarter_period
 
 __all__ = ["CARD_FIELDS", "KIND_WORDS", "Card", "abbreviates", "card_matches",
@@ -52,7 +53,8 @@ _TICKER = re.compile(rf"(?<![\w$./-])([A-Z]{{1,5}}(?:\.[A-Z])?),?\s+{_EXCHANGE}"
 _DATELINE = re.compile(
     r"([A-Z][\w&.,'’ -]{1,80}?)\s*\(\s*(?:NYSE|NASDAQ|Nasdaq)(?:\s+\w+)?\s*:\s*([A-Z.]{1,6})\)")
 _SUFFIXES = {"company", "co", "corp", "corporation", "inc", "incorporated", "plc", "ltd",
-             "limited", "llc", "lp", "nv", "sa", "ag", "se", "holdings", "group"}
+             "limited", "llc", "lp", "nv", "sa", "ag", "se", "holdings", "group",
+             "international", "&", "and"}
 _GENERIC = {"company", "the company", "we", "us", "our", "registrant", "corporation",
             "parent", "issuer"}
 _ABSTRACT = re.compile(r"^#{1,6}\s*abstract\b", re.I | re.M)
@@ -156,9 +158,10 @@ def read_card(text: str, title: str = "", headings: Sequence[str] = ()) -> Card:
 
 
 def short_name(name: str) -> str:
-    """A company's name without "The" and its legal suffixes ("The Boeing Company" ->
-    "Boeing", "PepsiCo, Inc." -> "PepsiCo"); the name itself when nothing is left."""
-    words = re.sub(r"[.,]", " ", name).split()
+    """A company's name without "The", a web suffix and its legal suffixes ("The Boeing
+    Company" -> "Boeing", "PepsiCo, Inc." -> "PepsiCo", "Amazon.com, Inc." -> "Amazon",
+    "JPMorgan Chase & Co." -> "JPMorgan Chase"); the name itself when nothing is left."""
+    words = re.sub(r"[.,]", " ", re.sub(r"\.com\b", "", name, flags=re.I)).split()
     if words and words[0].lower() == "the":
         words = words[1:]
     while len(words) > 1 and words[-1].lower().replace(".", "") in _SUFFIXES:
@@ -292,6 +295,12 @@ def _names(entity: str, extra: Sequence[str], text: str) -> tuple[str, ...]:
         return tuple(extra)
     short = short_name(entity)
     names = [entity, short, *extra]
+    first = short.split()[0]
+    if " " in short and len(first) >= 4 and first.isalpha() and count_tokens(first.lower()) > 1:
+        # A word too rare for the tokenizer's 30,000-word vocabulary that starts the name
+        # names the company alone ("Costco", "Verizon", "JPMorgan"); "American", "General"
+        # or "Best" do not.
+        names.append(first)
     if text:
         for form in {entity, short}:
             pat = re.escape(form).replace(r"\ ", r"\s+")

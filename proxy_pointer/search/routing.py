@@ -189,11 +189,12 @@ def _find(question: str, name: str, lower: bool) -> str:
     several words or with a digit ("3m"), as "block" or "target" are words there."""
     if len(name) < 2 or (lower and " " not in name and not any(c.isdigit() for c in name)):
         return ""
-    pat = r"\s+".join(re.escape(w) for w in name.split())
+    # "Coca-Cola" is also written "Coca Cola"
+    pat = r"\s+".join(re.escape(w) for w in name.split()).replace(r"\-", r"[-\s]?")
     symbol = name.isupper() and name.isalpha() and len(name) <= 5
     for m in re.finditer(rf"(?<![\w&]){pat}(?![\w&]|-\w)", question, 0 if symbol else re.I):
         text = m.group(0)
-        if symbol or lower or text[0].isupper() or text[0].isdigit():
+        if symbol or lower or text[0].isupper() or text[0].isdigit() or text == name:
             return text
     return ""
 

@@ -268,3 +268,16 @@ def test_a_january_year_is_named_as_the_filing_names_it() -> None:
     target = TEN_K + "\nIn fiscal 2022 (the year ended January 28, 2023) sales grew.\n"
     assert read_card(target, "").period == "FY2022"
     assert read_card(TEN_K, "").period == "FY2022"  # silent: January names the year before
+
+
+def test_names_a_question_may_use() -> None:
+    from proxy_pointer.parse.cards import _names as names  # the rule itself, on bare names
+
+    assert names("Amazon.com, Inc.", (), "") == ("Amazon.com, Inc.", "Amazon")
+    assert names("JPMorgan Chase & Co.", (), "")[1:] == ("JPMorgan Chase", "JPMorgan")
+    # a word too rare for the vocabulary starts the name: it names the company alone
+    assert names("Costco Wholesale Corporation", (), "")[-1] == "Costco"
+    # common words never do
+    assert names("General Mills, Inc.", (), "") == ("General Mills, Inc.", "General Mills")
+    assert names("American Express Company", (), "")[-1] == "American Express"
+    assert names("MGM Resorts International", (), "")[-1] == "MGM Resorts"

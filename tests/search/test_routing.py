@@ -106,3 +106,10 @@ def test_a_capitalised_abbreviation_names_its_company() -> None:
     # business acronyms and words that only look like one are not companies
     assert not route("What was EBITDA per the CEO in FY2022?", shelf)
     assert not route("Ames is a city", shelf)
+
+
+def test_names_are_written_as_people_write_them() -> None:
+    shelf = {"ko.pdf": _filing("The Coca-Cola Company", ("Coca-Cola", "KO"), "10-K", 2022),
+             "ebay.pdf": _filing("eBay Inc.", ("eBay", "EBAY"), "10-K", 2022)}
+    assert route("What is Coca Cola's FY2022 revenue?", shelf).documents == ("ko.pdf",)
+    assert route("eBay FY2022 revenue", shelf).documents == ("ebay.pdf",)
