@@ -116,7 +116,7 @@ class Shelf:
         notes: list[str] = []
         for g in named:
             members = self.groups[g]
-            chosen, note = _by_period(members, cards, target)
+            chosen, note = _by_period(members, cards, target, self._entity(g))
             if kind:
                 of_kind = [d for d in chosen if cards[d].kind == kind] or [
                     d for d in members if cards[d].kind == kind and (
@@ -200,8 +200,10 @@ def _find(question: str, name: str, lower: bool) -> str:
 
 
 # --- periods ----------------------------------------------------------------------------
-def _by_period(members: Sequence[str], cards: Mapping[str, Card], target: Period | None
-               ) -> tuple[list[str], str]:
+def _by_period(members: Sequence[str], cards: Mapping[str, Card], target: Period | None,
+               name: str) -> tuple[list[str], str]:
+    """The documents of one entity (``name``) that answer for ``target``, and a note when
+    none covers it (module docstring, step 2)."""
     dated = [d for d in members if cards[d].fiscal_year is not None]
     if not dated:
         return list(members), ""
@@ -215,7 +217,6 @@ def _by_period(members: Sequence[str], cards: Mapping[str, Card], target: Period
     best = max(scores.values())
     if best > 0:
         return [d for d in dated if scores[d] == best], ""
-    name = cards[members[0]].entity
     asked = target.end.isoformat() if target.end else target.label
     before = [d for d in dated if _order(cards[d]) < _order_of(target)]
     if not before:
