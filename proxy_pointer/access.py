@@ -127,6 +127,13 @@ class Access:
     principal: frozenset[str] | None = None
     where: tuple[tuple[str, str], ...] = ()
 
+    def __post_init__(self) -> None:
+        # Who else may read a document is not for its readers to learn: a filter on the
+        # access list would tell them (a document kept or dropped by "access=board").
+        if self.principal is not None and any(k == ACCESS_KEY for k, _ in self.where):
+            raise ConfigError(f"{ACCESS_KEY!r} cannot be filtered on: a reader never learns "
+                              "a document's access list (filter on other metadata)")
+
     @classmethod
     def of(cls, principal: Iterable[str] | None = None,
            where: Where = None) -> Access:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
+from ..access import parse_where
 from ..errors import ConfigError
 from ..index import Index
 from ..search.config import RetrievalConfig
@@ -48,10 +49,20 @@ def open_index(index: Index | None, index_dir: str | os.PathLike[str] | None) ->
 def retrieval_options(*layers: Mapping[str, Any]) -> dict[str, Any]:
     """``layers`` of settings merged (later ones win), every name checked against
     :data:`OPTIONS` and the values validated; :class:`ConfigError` names an unknown
-    setting (with the closest known one) or a bad value."""
+    setting (with the closest known one) or a bad value.
+
+    A retriever's view is a ceiling: once a layer sets a ``principal``, a later one may
+    only narrow it (a subset of its groups; ``None``, everything, is refused), and a later
+    ``where`` adds its filters to the earlier ones instead of replacing them."""
     merged: dict[str, Any] = {}
     for layer in layers:
-        merged.update(layer)
+        for name, value in layer.items():
+            if name == "principal" and merged.get("principal") is not None:
+                merged[name] = _narrowed(merged[name], value)
+            elif name == "where" and merged.get("where") and value:
+                merged[name] = (*parse_where(merged[name]), *parse_where(value))
+            else:
+                merged[name] = value
     for name in merged:
         if name not in OPTIONS:
             close = difflib.get_close_matches(name, OPTIONS, n=1)
@@ -60,6 +71,20 @@ def retrieval_options(*layers: Mapping[str, Any]) -> dict[str, Any]:
                               f"index, index_dir, {', '.join(OPTIONS)}")
     RetrievalConfig(**merged)
     return merged
+
+
+def _narrowed(ceiling: Any, principal: Any) -> Any:
+    """``principal`` when it is within ``ceiling``'s groups; :class:`ConfigError` when it
+    would widen the view (``None`` or another group)."""
+    if principal is None:
+        raise ConfigError("this retriever reads as a principal; a call cannot drop it "
+                          "(principal=None would widen its view)")
+    have = {ceiling} if isinstance(ceiling, str) else set(ceiling)
+    want = {principal} if isinstance(principal, str) else set(principal)
+    if not want <= have:
+        raise ConfigError(f"a call may only narrow this retriever's principal: "
+                          f"{sorted(want - have)} not among {sorted(have)}")
+    return principal
 
 
 def section_metadata(section: Section) -> dict[str, Any]:
