@@ -10,12 +10,15 @@ from __future__ import annotations
 import codecs
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from .errors import ConfigError, DocumentError
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # characters no doc id may hold
 
 __all__ = [
     "CONVERTED_FORMATS",
@@ -24,9 +27,11 @@ __all__ = [
     "DOCUMENT_SUFFIXES",
     "TEXT_SUFFIXES",
     "SourceFile",
+    "check_doc_id",
     "discover",
     "doc_id_for",
     "document_kind",
+    "escape_doc_id",
     "read_bytes",
     "read_document",
     "resolve_doc_id",
@@ -135,12 +140,33 @@ def doc_id_for(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> st
     p = Path(os.path.abspath(path))
     r = Path(os.path.abspath(root))
     if p == r:
-        return p.name
+        return escape_doc_id(p.name)
     try:
         rel = p.relative_to(r)
     except ValueError:
         raise DocumentError(os.fspath(path), f"is not inside the indexed folder {root}") from None
-    return PurePath(rel).as_posix()
+    return escape_doc_id(PurePath(rel).as_posix())
+
+
+def escape_doc_id(name: str) -> str:
+    """A file name as a doc id: control characters (a newline in a file name) written as
+    ``%0A``, so that the id prints on one line and every interface takes it; ids given
+    directly must have none (:func:`check_doc_id`).
+
+    >>> escape_doc_id("new\\nline.md")
+    'new%0Aline.md'
+    """
+    return _CONTROL.sub(lambda m: f"%{ord(m.group(0)):02X}", name)
+
+
+def check_doc_id(doc_id: str) -> str:
+    """``doc_id`` when it is a usable id given directly (``Index.add_text``): a non-empty
+    string without control characters; :class:`ConfigError` naming it otherwise (HTTP
+    refuses the same ids)."""
+    if not isinstance(doc_id, str) or not doc_id or _CONTROL.search(doc_id):
+        raise ConfigError(f"bad doc id {doc_id!r}: a doc id is a non-empty name without "
+                          "control characters")
+    return doc_id
 
 
 def resolve_doc_id(doc_id: str, known: Container[str]) -> str | None:

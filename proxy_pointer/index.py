@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .access import Access, check_metadata_of
-from .documents import DEFAULT_INCLUDE, discover
+from .documents import DEFAULT_INCLUDE, check_doc_id, discover
 from .embeddings import Embedder, make_embedder
 from .errors import ConfigError, DocumentError
 from .ingest import (
@@ -344,6 +344,8 @@ class Index:
                metadata: Mapping[str, Mapping[str, Any]] | None = None) -> UpdateReport:
         """Chunk and embed ``sources``, drop ``remove``, set ``metadata``; commit only if
         all succeed."""
+        for s in sources:
+            check_doc_id(s.doc_id)
         rechunk = self._chunker_version != CHUNKER_VERSION
         stored = self._segments.sha256s()
         meta = check_metadata_of(metadata or {}, set(stored) | {s.doc_id for s in sources})

@@ -87,3 +87,20 @@ def test_a_retrievers_principal_is_a_ceiling(restricted: Path) -> None:
     owner = ProxyPointerRetriever(index_dir=str(restricted))
     assert {d.metadata["doc_id"] for d in owner.invoke("car speak", principal=["board"])} == {
         "public.md", "board.md"}
+
+
+def test_doc_ids_never_hold_control_characters(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "new\nline.md").write_text("# Odd\n\nA file name with a newline.\n", encoding="utf-8")
+    assert main(["index", str(docs), "--index", str(tmp_path / "idx"), "--embedder",
+                 "hash"]) == 0
+    idx = Index.load(tmp_path / "idx")
+    assert list(idx.reader.documents) == ["new%0Aline.md"]  # escaped: one line, every interface
+    capsys.readouterr()
+    assert main(["query", "--index", str(tmp_path / "idx"), "file name newline"]) == 0
+    assert "=== [1] new%0Aline.md#" in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="control characters"):
+        idx.add_text("bad\rid.md", "# x\n")
+    assert list(Index.load(tmp_path / "idx").reader.documents) == ["new%0Aline.md"]
