@@ -381,11 +381,29 @@ def _rank_levels(ranks: set[int], tagged: list[tuple[int, int]], *, top: int) ->
     return out
 
 
+_PARSER_DEPTH = 2048  # libxml2's deepest element, even with huge_tree
+_WRAPPERS = re.compile(r"</?(?:div|section|article|center|main|aside|header|footer|nav"
+                       r"|blockquote)\b[^>]*>", re.I)
+_INLINE = re.compile(r"</?(?:span|font|b|i|em|strong|u|small|big|a)\b[^>]*>", re.I)
+
+
+def _parse(text: str, name: str) -> tuple[Element | None, bool]:
+    """The element tree of ``text`` (``None`` for no text) and whether the parser met
+    nesting deeper than it keeps (it drops what lies below and after it)."""
+    parser = etree.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
+    try:
+        root = etree.fromstring(text, parser) if text.strip() else None
+    except (etree.LxmlError, ValueError) as exc:
+        raise ConversionError(name, f"is not readable HTML ({exc})") from None
+    deep = any("Excessive depth" in e.message for e in parser.error_log)
+    return root, deep
+
+
 class HtmlConverter:
     """HTML (``.html``, ``.htm``) to Markdown; pages and EDGAR filings, no page map."""
 
     name = "html"
-    version = "2"
+    version = "3"
     suffixes = CONVERTED_FORMATS["html:HtmlConverter"]
 
     def convert(self, data: bytes, name: str) -> Converted:
@@ -397,11 +415,15 @@ class HtmlConverter:
         only bold numbered blocks do (:func:`_numbered_headings`).
         """
         text = _CONTROL.sub("", _XML_DECL.sub("", decode_html(data), count=1))
-        parser = etree.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
-        try:
-            root = etree.fromstring(text, parser) if text.strip() else None
-        except (etree.LxmlError, ValueError) as exc:
-            raise ConversionError(name, f"is not readable HTML ({exc})") from None
+        root, too_deep = _parse(text, name)
+        warnings: list[str] = []
+        if too_deep:
+            # libxml2 drops everything below 2,048 levels, and the text after them: read
+            # the page again with its wrapper elements (div, span, ...) as line breaks.
+            root, too_deep = _parse(_INLINE.sub("", _WRAPPERS.sub("<br>", text)), name)
+            warnings.append(f"{name}: HTML nested deeper than {_PARSER_DEPTH} elements; its "
+                            "wrappers (div, span, ...) were read as plain line breaks"
+                            + ("; text nested deeper still is dropped" if too_deep else ""))
         if root is None:
             raise ConversionError(name, "has no text")
         walker = _Walker()
@@ -425,4 +447,4 @@ class HtmlConverter:
             blocks = _numbered_headings(blocks)
         else:
             blocks = recover_headings(blocks, top=2 if title else 1)
-        return Converted(render(blocks)[0])
+        return Converted(render(blocks)[0], warnings=tuple(warnings))

@@ -416,3 +416,17 @@ def test_mangled_bytes_never_raise_anything_else() -> None:
                 conv.convert(bytes(broken), "f")
             except ConversionError:
                 pass
+
+
+def test_html_nested_deeper_than_the_parser_keeps_is_read_and_said() -> None:
+    from proxy_pointer.convert import convert_bytes
+
+    deep = ("<html><body><h1>Top</h1>" + "<div><span>" * 1300 + "deep <b>text</b>"
+            + "</span></div>" * 1300 + "<p>after the divs</p></body></html>")
+    got = convert_bytes(deep.encode(), "deep.html")
+    # libxml2 keeps 2,048 levels and drops the rest, the text after them too
+    assert got.markdown == "# Top\n\ndeep text\n\nafter the divs\n"
+    assert got.warnings == ("deep.html: HTML nested deeper than 2048 elements; its wrappers "
+                            "(div, span, ...) were read as plain line breaks",)
+    shallow = convert_bytes(b"<html><body><div><p>fine</p></div></body></html>", "ok.html")
+    assert shallow.warnings == ()
