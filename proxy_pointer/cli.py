@@ -213,6 +213,9 @@ def _mcp_options(m: argparse.ArgumentParser) -> None:
     m.add_argument("--host", default="127.0.0.1", help="http: address to bind (default "
                    "%(default)s, this machine only)")
     m.add_argument("--port", type=int, default=8765, help="http: port (default %(default)s)")
+    m.add_argument("--tokens", default=None, metavar="FILE",
+                   help="http: bearer tokens and their groups, as for serve; required to "
+                        "bind an address other machines reach")
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -536,7 +539,8 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         print(f"proxy-pointer: MCP over streamable HTTP at http://{args.host}:{args.port}/mcp",
               file=sys.stderr)
     serve(args.index, transport=args.transport, host=args.host, port=args.port,
-          token=args.milvus_token, principal=args.principal or ())
+          token=args.milvus_token, principal=args.principal or (),
+          tokens=read_tokens(args.tokens) if args.tokens else None)
     return 0
 
 

@@ -29,7 +29,7 @@ import contextlib
 import inspect
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Annotated, Any, Literal, get_type_hints
 
@@ -39,9 +39,10 @@ try:
     from pydantic import Field, ValidationError
 
     try:
-        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver import Context, MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:  # mcp 1.x names it FastMCP
+        from mcp.server.fastmcp import Context  # type: ignore[attr-defined,no-redef]
         from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[attr-defined,no-redef]
         from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[import-not-found,no-redef]
 except ImportError as e:  # pragma: no cover - exercised only without the extra
@@ -51,7 +52,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 from .. import defaults
 from ..access import ANONYMOUS, Access
-from ..errors import ProxyPointerError
+from ..errors import ConfigError, ProxyPointerError
 from ..stores import open_store
 from .service import Service, describe_invalid
 
@@ -83,9 +84,11 @@ Where = Annotated[dict[str, str | int | float | bool] | None, Field(
 def build_server(service: Service, *, name: str = "proxy-pointer",
                  host: str = HOST, port: int = PORT,
                  log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING",
-                 access: Access = ANONYMOUS) -> MCPServer:
+                 access: Access = ANONYMOUS,
+                 tokens: Mapping[str, Access] | None = None) -> MCPServer:
     """An MCP server whose four tools answer from ``service`` through ``access`` (what
-    its client may read; default: documents without ``access`` only).
+    its client may read; default: documents without ``access`` only), or, over HTTP with
+    ``tokens`` (``serve --tokens``' file), through what each request's bearer token reads.
 
     ``host``/``port`` matter only for streamable HTTP (mcp 1.x reads them here, 2.x when
     run). Raises nothing itself; tool errors are reported to the client.
@@ -113,26 +116,28 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
     reads = ToolAnnotations.model_validate(
         {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False})
 
-    async def search(question: Question, budget: Budget = None, k: K = None,
+    view = _Views(access, tokens)
+
+    async def search(ctx: Context, question: Question, budget: Budget = None, k: K = None,
                      doc_ids: DocIds = None, where: Where = None) -> dict[str, Any]:
         return await _call(service.query, question, budget=budget, k=k, doc_ids=doc_ids,
-                           where=where, access=access)
+                           where=where, access=view(ctx))
 
-    async def get_section(ref: Ref) -> dict[str, Any]:
-        return await _call(service.section_by_ref, ref, access=access)
+    async def get_section(ctx: Context, ref: Ref) -> dict[str, Any]:
+        return await _call(service.section_by_ref, ref, access=view(ctx))
 
-    async def outline(doc_id: DocId) -> dict[str, Any]:
-        return await _call(service.outline, doc_id, access=access)
+    async def outline(ctx: Context, doc_id: DocId) -> dict[str, Any]:
+        return await _call(service.outline, doc_id, access=view(ctx))
 
-    async def list_documents() -> dict[str, Any]:
-        return {"documents": await _call(service.documents, access=access)}
+    async def list_documents(ctx: Context) -> dict[str, Any]:
+        return {"documents": await _call(service.documents, access=view(ctx))}
 
     for tool in (search, get_section, outline, list_documents):
         # mcp 1.x reads the annotations unevaluated; hand it the types, not their names
         tool.__annotations__ = get_type_hints(tool, localns={
             "Question": Question, "DocIds": DocIds, "Budget": Budget, "K": K},
             include_extras=True)
-        server.parameters[tool.__name__] = tuple(inspect.signature(tool).parameters)
+        server.parameters[tool.__name__] = tuple(inspect.signature(tool).parameters)[1:]
     server.add_tool(search, name="search", annotations=reads, description=(
         "Find the sections of the indexed documents that answer a question. Returns "
         "`contexts`: whole sections in rank order, each with `ref` (doc_id#node_id, or "
@@ -160,6 +165,34 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
         "The indexed documents: `documents`, each with `doc_id`, `title`, `kind`, `size` "
         "(bytes) and `n_chunks`."))
     return server
+
+
+class _Views:
+    """What a tool call may read: the server's one ``access``, or over HTTP with
+    ``tokens``, what the request's bearer token reads (a missing or unknown token is a
+    tool error; the HTTP layer has refused it already, :class:`_TokenGate`)."""
+
+    def __init__(self, access: Access, tokens: Mapping[str, Access] | None) -> None:
+        self.access, self.tokens = access, tokens
+
+    def __call__(self, ctx: Any) -> Access:
+        if self.tokens is None:
+            return self.access
+        try:
+            request = getattr(ctx.request_context, "request", None)
+        except ValueError:  # called in process, outside any request
+            request = None
+        if request is None:  # stdio: the spawning user's own session
+            return self.access
+        found = _bearer(request.headers.get("authorization"), self.tokens)
+        if found is None:
+            raise ToolError("a valid bearer token is required")
+        return found
+
+
+def _bearer(header: str | None, tokens: Mapping[str, Access]) -> Access | None:
+    scheme, _, token = (header or "").partition(" ")
+    return tokens.get(token.strip()) if scheme.lower() == "bearer" else None
 
 
 class _Server(MCPServer):
@@ -205,31 +238,80 @@ async def _call(fn: Callable[..., Any], *args: Any, **options: Any) -> Any:
 
 def serve(location: str | os.PathLike[str], *, transport: Literal["stdio", "http"] = "stdio",
           host: str = HOST, port: int = PORT, token: str | None = None,
-          principal: Sequence[str] = ()) -> None:
+          principal: Sequence[str] = (), tokens: Mapping[str, Access] | None = None) -> None:
     """Load the index at ``location`` (a directory or ``milvus:URI[#NAME]``; ``token`` for a
     Milvus server) and serve it until the client goes away (stdio) or Ctrl-C (http), to a
     client in the groups ``principal`` (none: it reads documents without ``access`` only).
+    Over HTTP with ``tokens`` (:func:`~proxy_pointer.access.read_tokens`, as ``serve``
+    takes them) every request needs a bearer token and reads what it grants.
 
-    Raises :class:`~proxy_pointer.errors.ProxyPointerError` when the index cannot be opened.
+    Raises :class:`~proxy_pointer.errors.ConfigError` for HTTP on an address other
+    machines reach without ``tokens`` (anyone there could read what ``principal`` reads),
+    :class:`~proxy_pointer.errors.ProxyPointerError` when the index cannot be opened.
     """
+    if transport == "http" and tokens is None and not _loopback(host):
+        raise ConfigError(f"refusing to serve MCP over HTTP on {host} without tokens: any "
+                          "client there could read the index; pass --tokens FILE (as for "
+                          "serve) or bind 127.0.0.1")
     # Loading may print (model downloads, library notices); over stdio, stdout is the
     # protocol's, so anything said while loading goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         service = Service(open_store(location, token=token))
         service.index.embedder.embed_query("warm up")  # the model loads now, not mid-request
-    server = build_server(service, host=host, port=port, access=Access.of(principal))
+    server = build_server(service, host=host, port=port, access=Access.of(principal),
+                          tokens=tokens if transport == "http" else None)
     if transport == "stdio":
         anyio.run(server.run_stdio_async)
     else:
-        anyio.run(partial(_serve_http, server, host, port))
+        anyio.run(partial(_serve_http, server, host, port, tokens))
 
 
-async def _serve_http(server: MCPServer, host: str, port: int) -> None:
-    import uvicorn
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    import ipaddress
 
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def http_app(server: MCPServer, host: str, tokens: Mapping[str, Access] | None) -> Any:
+    """The streamable HTTP ASGI app of ``server``; with ``tokens``, a request without a
+    valid bearer token is answered 401 before it reaches the protocol."""
     if MCPServer.__name__ == "FastMCP":  # mcp 1.x took host and port in the constructor
         app = server.streamable_http_app()
     else:
         app = server.streamable_http_app(host=host)  # host: DNS-rebinding protection
+    return app if tokens is None else _TokenGate(app, tokens)
+
+
+class _TokenGate:
+    """ASGI middleware: an HTTP request without a valid bearer token gets 401."""
+
+    def __init__(self, app: Any, tokens: Mapping[str, Access]) -> None:
+        self.app, self.tokens = app, tokens
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                       for k, v in scope.get("headers", ())}
+            if _bearer(headers.get("authorization"), self.tokens) is None:
+                body = b'{"detail": "a valid bearer token is required"}'
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+async def _serve_http(server: MCPServer, host: str, port: int,
+                      tokens: Mapping[str, Access] | None = None) -> None:
+    import uvicorn
+
+    app = http_app(server, host, tokens)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     await uvicorn.Server(config).serve()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -260,3 +261,50 @@ def test_cli_names_the_extra_when_the_sdk_is_missing(monkeypatch: pytest.MonkeyP
                         lambda name, *a: None if name == "mcp" else real(name, *a))
     assert cli.main(["mcp", "--index", str(index_dir)]) == 1
     assert "pip install 'proxy-pointer[mcp]'" in capsys.readouterr().err
+
+
+def test_http_on_an_open_address_needs_tokens(index_dir: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["mcp", "--index", str(index_dir), "--transport", "http", "--host",
+                     "0.0.0.0", "--principal", "hr"])
+    assert code == 1
+    assert "refusing to serve MCP over HTTP on 0.0.0.0 without tokens" in capsys.readouterr().err
+
+
+async def test_http_with_tokens_reads_what_each_token_grants(tmp_path: Path) -> None:
+    httpx2 = pytest.importorskip("httpx2")
+    try:  # mcp 2.x
+        from mcp.client.streamable_http import streamable_http_client as http_client
+    except ImportError:  # pragma: no cover - mcp 1.x takes headers differently
+        pytest.skip("mcp 1.x")
+    docs = tmp_path / "docs"
+    shutil.copytree(SAMPLE, docs)
+    (docs / "hr.md").write_text("# Salaries\n\n## Pay\n\nThe pay rota of the quokka team.\n",
+                                encoding="utf-8")
+    update_directory(tmp_path / "idx", [docs], embedder=HashEmbedder(64),
+                     metadata={"hr.md": {"access": ["hr"]}})
+    (tmp_path / "tokens.json").write_text('{"hr-token": ["hr"], "staff-token": ["staff"]}')
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "proxy_pointer.cli", "mcp", "--index",
+                             str(tmp_path / "idx"), "--transport", "http", "--port", str(port),
+                             "--tokens", str(tmp_path / "tokens.json")],
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for(proc, port)
+        async with httpx2.AsyncClient() as anonymous:
+            r = await anonymous.post(f"http://127.0.0.1:{port}/mcp", json={})
+            assert r.status_code == 401
+        seen = {}
+        for token in ("hr-token", "staff-token"):
+            client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+            async with client, http_client(f"http://127.0.0.1:{port}/mcp",
+                                           http_client=client) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    listed = _data(await session.call_tool("list_documents", {}))
+                    seen[token] = {d["doc_id"] for d in listed["documents"]}
+        assert "hr.md" in seen["hr-token"] and "hr.md" not in seen["staff-token"]
+        assert seen["hr-token"] - {"hr.md"} == seen["staff-token"]
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
