@@ -84,15 +84,14 @@ Where = Annotated[dict[str, str | int | float | bool] | None, Field(
 def build_server(service: Service, *, name: str = "proxy-pointer",
                  host: str = HOST, port: int = PORT,
                  log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING",
-                 access: Access = ANONYMOUS,
-                 tokens: Mapping[str, Access] | None = None) -> MCPServer:
+                 access: Access = ANONYMOUS, tokens: Mapping[str, Access] | None = None
+                 ) -> MCPServer:
     """An MCP server whose four tools answer from ``service`` through ``access`` (what
     its client may read; default: documents without ``access`` only), or, over HTTP with
     ``tokens`` (``serve --tokens``' file), through what each request's bearer token reads.
 
     ``host``/``port`` matter only for streamable HTTP (mcp 1.x reads them here, 2.x when
-    run). Raises nothing itself; tool errors are reported to the client.
-    """
+    run). Raises nothing itself; tool errors are reported to the client."""
     from .. import __version__
 
     settings: dict[str, Any] = {"log_level": log_level}
@@ -132,12 +131,9 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
     async def list_documents(ctx: Context) -> dict[str, Any]:
         return {"documents": await _call(service.documents, access=view(ctx))}
 
+    types = {"Question": Question, "DocIds": DocIds, "Budget": Budget, "K": K}
     for tool in (search, get_section, outline, list_documents):
-        # mcp 1.x reads the annotations unevaluated; hand it the types, not their names
-        tool.__annotations__ = get_type_hints(tool, localns={
-            "Question": Question, "DocIds": DocIds, "Budget": Budget, "K": K},
-            include_extras=True)
-        server.parameters[tool.__name__] = tuple(inspect.signature(tool).parameters)[1:]
+        server.declare(tool, types)
     server.add_tool(search, name="search", annotations=reads, description=(
         "Find the sections of the indexed documents that answer a question. Returns "
         "`contexts`: whole sections in rank order, each with `ref` (doc_id#node_id, or "
@@ -208,6 +204,12 @@ class _Server(MCPServer):
         else:
             super().__init__(name, version=version, **kwargs)
         self.parameters: dict[str, tuple[str, ...]] = {}  # tool -> the arguments it takes
+
+    def declare(self, tool: Callable[..., Any], types: dict[str, Any]) -> None:
+        """Resolve ``tool``'s annotations (mcp 1.x reads them unevaluated: hand it the
+        types, not their names) and note the arguments it takes (all but its context)."""
+        tool.__annotations__ = get_type_hints(tool, localns=types, include_extras=True)
+        self.parameters[tool.__name__] = tuple(inspect.signature(tool).parameters)[1:]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], *rest: Any,
                         **options: Any) -> Any:
