@@ -230,7 +230,7 @@ def test_html_through_registry_and_file(tmp_path: Path) -> None:
     path = tmp_path / "page.htm"
     path.write_bytes(html("<h1>A</h1><p>b</p>"))
     conv = converter_for(str(path))
-    assert isinstance(conv, HtmlConverter) and (conv.name, conv.version) == ("html", "2")
+    assert isinstance(conv, HtmlConverter) and (conv.name, conv.version) == ("html", "3")
     assert convert_file(path).markdown == "# A\n\nb\n"
 
 
