@@ -58,16 +58,17 @@ def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--packing", choices=PACKINGS, default=defaults.PACKING,
                    help="fill the budget with the best blocks of the sections, or with whole "
                         "sections in rank order (default %(default)s)")
-    _add_principal_option(p)
-    p.add_argument("--where", action="append", default=None, metavar="KEY=VALUE",
-                   help="only documents whose metadata or card has KEY=VALUE (entity=3M, "
-                        "period=FY2021, kind=10-K; repeatable: all must hold)")
+    _add_principal_option(p, where=True)
 
 
-def _add_principal_option(p: argparse.ArgumentParser) -> None:
+def _add_principal_option(p: argparse.ArgumentParser, *, where: bool = False) -> None:
     p.add_argument("--principal", action="append", default=None, metavar="GROUP",
                    help="read as a member of GROUP (repeatable): documents whose metadata "
                         "'access' names none of the groups are hidden (default: all documents)")
+    if where:
+        p.add_argument("--where", action="append", default=None, metavar="KEY=VALUE",
+                       help="only documents whose metadata or card has KEY=VALUE (entity=3M, "
+                            "period=FY2021, kind=10-K; repeatable: all must hold)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -162,10 +163,7 @@ def _section_options(r: argparse.ArgumentParser) -> None:
 
 def _documents_options(d: argparse.ArgumentParser) -> None:
     _add_index_option(d)
-    _add_principal_option(d)
-    d.add_argument("--where", action="append", default=None, metavar="KEY=VALUE",
-                   help="only documents whose metadata or card holds KEY=VALUE (entity=3M, "
-                        "period=FY2021, kind=10-K; repeatable)")
+    _add_principal_option(d, where=True)
     d.add_argument("--json", action="store_true", help="print one JSON object per line")
 
 
@@ -390,7 +388,6 @@ def _print_sections(retrieval: Retrieval) -> None:
           "tokens")
     if retrieval.omitted:
         print(f"--- left out for lack of budget: {', '.join(retrieval.omitted)}")
-
 
 
 def _cmd_query(args: argparse.Namespace) -> int:

@@ -385,9 +385,11 @@ def card_matches(card: Card, key: str, value: str) -> bool:
     if key == "kind":
         return want == card.kind.lower() or want in KIND_WORDS.get(card.kind, ())
     if key == "period":
+        if want == card.period.lower():
+            return True
         target = asked_periods(value).target
-        if want == card.period.lower() or target is None:
-            return want == card.period.lower()
+        if target is None:
+            return False
         if target.end is not None and card.period_end:
             return target.end.isoformat() == card.period_end
         return card.fiscal_year == target.year and (

@@ -106,11 +106,12 @@ class Retriever:
             return Retrieval(question, (), cfg.budget, 0)
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        routed, others = self._route(question, cfg) if cfg.route else (Route(), ())
+        routed, others = (self._route(question, cfg) if cfg.route
+                          else (Route(), np.empty(0, np.int64)))
         if routed:
             # The routed filings, and every document no card claims for an entity (a
             # manual, a paper): routing chooses among filings and never hides the rest.
-            wanted = self.corpus.rows_for((*routed.documents, *others))
+            wanted = np.union1d(self.corpus.rows_for(routed.documents), others)
             narrowed = wanted if rows is None else np.intersect1d(rows, wanted)
             if len(narrowed):
                 rows = narrowed
@@ -139,10 +140,10 @@ class Retriever:
                          tuple(omitted), timings, routed)
 
     # --- search ---------------------------------------------------------------------
-    def _route(self, question: str, cfg: RetrievalConfig) -> tuple[Route, tuple[str, ...]]:
+    def _route(self, question: str, cfg: RetrievalConfig) -> tuple[Route, np.ndarray]:
         """Where the cards send ``question``, among the documents this request may
         search (its view and ``doc_ids``): a reader never learns of documents it cannot
-        see; and the documents of that view whose cards name no entity."""
+        see; and the rows of that view's documents whose cards name no entity."""
         view = Access.of(cfg.principal, cfg.where)
 
         def shelf() -> Shelf:
@@ -150,9 +151,13 @@ class Retriever:
             allowed = set(seen) if cfg.doc_ids is None else set(seen) & set(cfg.doc_ids)
             return Shelf({d: c for d, c in self.corpus.cards().items() if d in allowed})
 
-        # One shelf per view (and doc_ids) and generation, as visible rows are kept.
-        kept = self.corpus.derived.visible(("shelf", view, cfg.doc_ids), shelf)
-        return kept.route(question), kept.unclaimed
+        # One shelf, and its unclaimed rows, per view (and doc_ids) and generation, as
+        # visible rows are kept: a routed question pays for neither again.
+        derived = self.corpus.derived
+        kept = derived.visible(("shelf", view, cfg.doc_ids), shelf)
+        rows = derived.visible(("unclaimed", view, cfg.doc_ids),
+                               lambda: np.sort(self.corpus.rows_for(kept.unclaimed)))
+        return kept.route(question), rows
 
     def _filter_rows(self, cfg: RetrievalConfig) -> np.ndarray | None:
         idx = self.corpus

@@ -91,6 +91,8 @@ class Shelf:
         self.unclaimed = tuple(sorted(d for d, c in self.cards.items() if not c.entity))
         self._by_word: dict[str, list[tuple[str, int]]] = {}
         self._by_initial: dict[str, list[int]] = {}
+        #: Each group's entity as its latest document names it (a renamed company's new name).
+        self.entities: list[str] = []
         for i, members in enumerate(self.groups):
             names = {n for d in members for n in (self.cards[d].entity, *self.cards[d].names)
                      if n}
@@ -98,6 +100,7 @@ class Shelf:
                 first = re.match(r"[\w&]*", n.lower())
                 self._by_word.setdefault(first.group(0) if first else "", []).append((n, i))
             latest = self.cards[max(members, key=lambda d: _order(self.cards[d]))].entity
+            self.entities.append(latest)
             self._by_initial.setdefault(latest[:1].lower(), []).append(i)
 
     def route(self, question: str) -> Route:
@@ -116,7 +119,7 @@ class Shelf:
         notes: list[str] = []
         for g in named:
             members = self.groups[g]
-            chosen, note = _by_period(members, cards, target, self._entity(g))
+            chosen, note = _by_period(members, cards, target, self.entities[g])
             if kind:
                 of_kind = [d for d in chosen if cards[d].kind == kind] or [
                     d for d in members if cards[d].kind == kind and (
@@ -125,15 +128,11 @@ class Shelf:
             docs.extend(chosen)
             if note:
                 notes.append(note)
-        entities = tuple(dict.fromkeys(self._entity(g) for g in named))
-        return Route(tuple(sorted(set(docs))), tuple(hits), entities,
-                     target.label if target and target.end is None else
-                     (target.end.isoformat() if target and target.end else ""),
-                     kind, " ".join(notes))
-
-    def _entity(self, g: int) -> str:
-        """A group's entity as its latest document names it (a renamed company's new name)."""
-        return self.cards[max(self.groups[g], key=lambda d: _order(self.cards[d]))].entity
+        entities = tuple(dict.fromkeys(self.entities[g] for g in named))
+        asked = "" if target is None else (
+            target.end.isoformat() if target.end else target.label)
+        return Route(tuple(sorted(set(docs))), tuple(hits), entities, asked, kind,
+                     " ".join(notes))
 
     def _named(self, question: str) -> tuple[list[int], list[str]]:
         """Indexes of the groups whose names the question writes, and the names as written."""
@@ -149,7 +148,7 @@ class Shelf:
             if token in _ACRONYMS:
                 continue
             for i in self._by_initial.get(token[0].lower(), ()):
-                if i not in found and abbreviates(token, self._entity(i)):
+                if i not in found and abbreviates(token, self.entities[i]):
                     found[i] = token
         order = sorted(found)
         return order, [found[i] for i in order]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..access import ANONYMOUS, Access, public_metadata
 from ..convert import page_span
-from ..documents import discover, resolve_doc_id
+from ..documents import check_doc_id, discover, resolve_doc_id
 from ..errors import ConfigError, NotFoundError, ProxyPointerError
 from ..index import Index
 from ..refs import Ref
@@ -372,9 +372,10 @@ def _check_unicode(text: str, what: str) -> None:
 
 def _check_doc_id(doc_id: str) -> None:
     """A doc id for text sent inline: a relative ``/``-separated path without ``.``/``..``
-    parts or control characters (ids are shown in refs, prompts and URLs)."""
-    parts = doc_id.split("/") if isinstance(doc_id, str) else [""]
-    if (not doc_id or len(doc_id) > 512 or any(p in ("", ".", "..") for p in parts)
-            or "#" in doc_id or any(ord(c) < 32 for c in doc_id)):
+    parts or control characters (ids are shown in refs, prompts and URLs; the control
+    characters are :func:`~proxy_pointer.documents.check_doc_id`'s, as every interface's)."""
+    check_doc_id(doc_id)
+    parts = doc_id.split("/")
+    if (len(doc_id) > 512 or any(p in ("", ".", "..") for p in parts) or "#" in doc_id):
         raise ConfigError(f"bad doc id {doc_id!r}: use a relative path like 'notes/a.md' "
                           "(no '#', '.' or '..' parts, at most 512 characters)")
