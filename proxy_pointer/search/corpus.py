@@ -64,13 +64,11 @@ class Corpus(Protocol):
     def dense_search(self, query: np.ndarray, k: int, *, rows: np.ndarray | None = None,
                      exact: bool = False) -> tuple[np.ndarray, np.ndarray]: ...
 
-    def lexical_search(self, question: str, k: int, rows: np.ndarray | None = None
-                       ) -> list[tuple[int, float]]: ...
+    def lexical_search(self, question: str, k: int, rows: np.ndarray | None = None, *,
+                       scope: np.ndarray | None = None) -> list[tuple[int, float]]: ...
 
-    def fused_search(self, query: np.ndarray, question: str, k: int, *, rrf_k: int = 60,
-                     rows: np.ndarray | None = None) -> list[tuple[int, float]] | None: ...
-
-    def term_weights(self, question: str) -> dict[str, float]: ...
+    def term_weights(self, question: str, scope: np.ndarray | None = None
+                     ) -> dict[str, float]: ...
 
     def pointers(self, rows: Sequence[int] | np.ndarray) -> list[Pointer]: ...
 
@@ -243,25 +241,20 @@ class Reader:
         q = np.asarray(query, np.float32).reshape(-1)
         return self.segments.dense(q, k, self.vector_config, rows, exact=exact)
 
-    def lexical_search(self, question: str, k: int, rows: np.ndarray | None = None
-                       ) -> list[tuple[int, float]]:
-        """BM25's best ``k`` chunk rows for ``question`` (within ``rows`` when given)."""
-        return self.segments.lexical(question, k, rows)
+    def lexical_search(self, question: str, k: int, rows: np.ndarray | None = None, *,
+                       scope: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """BM25's best ``k`` chunk rows for ``question`` (within ``rows`` when given),
+        weighed by the statistics of the rows in ``scope`` (``None``: every live row): a
+        caller's view, so that documents it may not read change none of its scores."""
+        return self.segments.lexical(question, k, rows, scope)
 
-    def fused_search(self, query: np.ndarray, question: str, k: int, *, rrf_k: int = 60,
-                     rows: np.ndarray | None = None) -> list[tuple[int, float]] | None:
-        """Dense and BM25 top-``k`` fused by reciprocal rank in one call of the store's
-        engine (Milvus's hybrid search), or ``None`` where the store cannot (the local
-        store, several segments): then fuse :meth:`dense_search` and
-        :meth:`lexical_search` (:func:`~.ranking.fuse_ranks`, the same rule)."""
-        q = np.asarray(query, np.float32).reshape(-1)
-        return self.segments.fused(q, question, k, rrf_k, rows)
-
-    def term_weights(self, question: str) -> dict[str, float]:
-        """The question's BM25 terms (:func:`~.lexical.tokenize`) with their corpus-wide
-        IDF: what scoring single lines of a section lexically needs."""
+    def term_weights(self, question: str, scope: np.ndarray | None = None
+                     ) -> dict[str, float]:
+        """The question's BM25 terms (:func:`~.lexical.tokenize`) with their IDF over the
+        rows in ``scope`` (``None``: every live row): what scoring single lines of a
+        section lexically needs."""
         terms = list(dict.fromkeys(tokenize([question])[0]))
-        return dict(zip(terms, self.segments.term_weights(terms).tolist(), strict=True))
+        return dict(zip(terms, self.segments.term_weights(terms, scope).tolist(), strict=True))
 
     def pointers(self, rows: Sequence[int] | np.ndarray) -> list[Pointer]:
         """``(doc_id, node_id, start_char, start_line, end_line)`` of each row: what

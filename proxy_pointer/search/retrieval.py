@@ -202,20 +202,22 @@ class Retriever:
     def _chunks(self, question: str, q: np.ndarray, cfg: RetrievalConfig,
                 rows: np.ndarray | None) -> list[tuple[int, float]]:
         labels = named_labels(question) if cfg.title_boost else []
-        if cfg.hybrid and not labels:
-            # One call where the store's engine fuses by the same rule (Milvus).
-            engine = self.corpus.fused_search(q, question, cfg.k_search, rrf_k=cfg.rrf_k,
-                                             rows=rows)
-            if engine is not None:
-                return engine
         scores, found = self.corpus.dense_search(q, cfg.k_search, rows=rows)
         dense = list(zip(found.tolist(), scores.tolist(), strict=True))
         if labels:
             dense = boost_titles(self.corpus, dense, q, labels, cfg.title_boost, rows)
         if not cfg.hybrid:
             return dense
-        lexical = self.corpus.lexical_search(question, cfg.k_search, rows)
+        lexical = self.corpus.lexical_search(question, cfg.k_search, rows,
+                                             scope=self._scope(cfg))
         return fuse_chunks(dense, lexical, cfg.rrf_k)
+
+    def _scope(self, cfg: RetrievalConfig) -> np.ndarray | None:
+        """The rows whose statistics weigh BM25 terms: those the principal may read (its
+        own filters, ``doc_ids`` and routing narrow the search, never the statistics), so
+        documents hidden from it change neither its scores nor its order."""
+        rows = self.corpus.visible_rows(Access.of(cfg.principal))
+        return None if rows is None or len(rows) == len(self.corpus.chunks) else rows
 
     # --- assembly -------------------------------------------------------------------
     def _assemble(self, question: str, candidates: list[Candidate], cfg: RetrievalConfig,
@@ -229,7 +231,7 @@ class Retriever:
         if cfg.promote_parent >= 2:
             selected = promote(idx, selected, cfg.promote_parent, cfg.budget)
         section_cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
-        terms = idx.term_weights(question)
+        terms = idx.term_weights(question, self._scope(cfg))
         if cfg.packing == "evidence":
             sections, omitted = pack_evidence(
                 idx, selected, cfg.budget, terms, lexical_weight=cfg.lexical_weight,

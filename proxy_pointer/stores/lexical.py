@@ -3,7 +3,15 @@
 Built with bm25s over each chunk's embedded text (breadcrumb + body), English stop words
 removed and, when PyStemmer is installed, stemmed, so "models" matches "model". Saved as
 bm25s' own named arrays and JSON (``allow_pickle=False``), so a query process loads it
-instead of re-tokenizing every chunk (seconds on a large index).
+instead of re-tokenizing every chunk (seconds on a large index), with each row's length
+in terms beside them.
+
+A score can be taken under another set of rows' statistics (:class:`TermStats`: the IDF of
+each term and the mean length over those rows): a term's stored score gives back its count
+in the row (the score is monotonic in it), which is scored again under the new statistics.
+That is how several segments score as one, and how a caller's scores depend only on rows
+it may read (documents it may not, or rows a writer staged but has not committed, change
+nothing it sees).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from tokenize import TokenError
 from typing import Any, Protocol
@@ -24,8 +33,13 @@ import numpy as np
 
 from ..errors import IndexCorruptError
 
-__all__ = ["LexicalIndex", "LexicalSearch", "LexicalWriter", "idf", "terms", "tokenize",
-           "top_rows"]
+__all__ = ["K1", "B", "LexicalIndex", "LexicalSearch", "LexicalWriter", "TermStats", "bm25",
+           "idf", "terms", "tokenize", "top_rows"]
+
+#: BM25's parameters (bm25s' defaults; Milvus's BM25 index is built with the same).
+K1, B = 1.5, 0.75
+#: The file beside bm25s' arrays that holds each row's length in terms.
+LENGTHS = "row_lengths.npy"
 
 
 def _stemmer() -> Callable[[list[str]], list[str]] | None:
@@ -72,6 +86,25 @@ def idf(doc_freq: np.ndarray, n_rows: int) -> np.ndarray:
     return np.log1p((n_rows - df + 0.5) / (df + 0.5))
 
 
+def bm25(tf: np.ndarray, lengths: np.ndarray, idf_: np.ndarray | float, avg: float
+         ) -> np.ndarray:
+    """BM25's part of a term in rows (bm25s' Lucene variant): ``idf * tf / (tf + k1 * (1 -
+    b + b * length / avg))``, with term counts ``tf`` and row ``lengths`` in terms."""
+    tf = np.asarray(tf, np.float64)
+    norm = K1 * ((1 - B) + B * np.asarray(lengths, np.float64) / max(avg, 1e-9))
+    return np.asarray(idf_, np.float64) * tf / (tf + norm)
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """The statistics BM25 weighs a question's terms by, taken over one set of rows:
+    ``idf`` of each term (in the question's order) and ``avg_length``, the mean length in
+    terms of those rows (``None``: unknown, each segment keeps its own)."""
+
+    idf: np.ndarray
+    avg_length: float | None = None
+
+
 def top_rows(scores: np.ndarray, k: int, rows: np.ndarray | None = None
              ) -> list[tuple[int, float]]:
     """The best ``k`` rows with a positive score (within ``rows`` when given), best first."""
@@ -100,20 +133,33 @@ class LexicalSearch(Protocol):
     @property
     def n_rows(self) -> int: ...
 
-    def doc_freqs(self, tokens: Sequence[str]) -> np.ndarray: ...
+    def doc_freqs(self, tokens: Sequence[str], rows: np.ndarray | None = None
+                  ) -> np.ndarray:
+        """How many rows (of ``rows`` when given) hold each token."""
+        ...
 
-    def top(self, tokens: Sequence[str], k: int, *, weights: Sequence[float] | None = None,
+    def length(self, rows: np.ndarray | None = None) -> int | None:
+        """Terms in all rows (in ``rows`` when given); ``None`` where not known."""
+        ...
+
+    def top(self, tokens: Sequence[str], k: int, *, stats: TermStats | None = None,
             rows: np.ndarray | None = None, exclude: np.ndarray | None = None
-            ) -> list[tuple[int, float]]: ...
+            ) -> list[tuple[int, float]]:
+        """The best ``k`` rows for ``tokens`` under ``stats`` (``None``: this index's own),
+        within ``rows`` when given, never one of ``exclude``; best first."""
+        ...
 
 
 class LexicalIndex:
     """A BM25 index whose document ``i`` is chunk row ``i`` of the index."""
 
-    def __init__(self, model: Any, n_rows: int, source: str = "") -> None:
+    def __init__(self, model: Any, n_rows: int, source: str = "",
+                 lengths: np.ndarray | None = None) -> None:
         self._model = model
         self.n_rows = n_rows
         self.source = source  # the folder it was loaded from, for errors
+        #: each row's length in terms (``None``: an index saved before lengths were kept)
+        self.lengths = lengths
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> LexicalIndex:
@@ -121,59 +167,102 @@ class LexicalIndex:
         import bm25s
 
         model = bm25s.BM25()
+        lengths = np.zeros(len(texts), np.int32)
         if texts:
             tokens = tokenize(texts)
             if not any(tokens):  # bm25s cannot build an empty vocabulary ("&", "-- 1 --")
                 tokens[0] = [_NO_TERM]
+            lengths = np.asarray([len(t) for t in tokens], np.int32)
             model.index(tokens, show_progress=False)
-        return cls(model, len(texts))
+        return cls(model, len(texts), lengths=lengths)
 
-    def doc_freqs(self, tokens: Sequence[str]) -> np.ndarray:
-        """How many rows hold each token (0 for tokens this index has never seen)."""
+    def _postings(self, token: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, stored scores)`` of the rows holding ``token``."""
+        tid = self._model.vocab_dict.get(token) if self.n_rows else None
+        if tid is None:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        s = self._model.scores
+        lo, hi = int(s["indptr"][tid]), int(s["indptr"][tid + 1])
+        rows = np.asarray(s["indices"][lo:hi])
+        if len(rows) and (int(rows.max()) >= self.n_rows or int(rows.min()) < 0):
+            # checking every posting on load would read them all
+            raise IndexCorruptError(
+                f"{self.source or 'BM25 index'}: damaged, postings of {token!r} name rows "
+                f"past its {self.n_rows}")
+        return rows, np.asarray(s["data"][lo:hi])
+
+    def doc_freqs(self, tokens: Sequence[str], rows: np.ndarray | None = None
+                  ) -> np.ndarray:
+        """How many rows (of ``rows`` when given) hold each token (0 for tokens this index
+        has never seen)."""
         out = np.zeros(len(tokens), np.int64)
         if self.n_rows == 0:
             return out
+        mask = None
+        if rows is not None:
+            mask = np.zeros(self.n_rows, bool)
+            mask[np.asarray(rows, np.int64)] = True
         vocab, indptr = self._model.vocab_dict, self._model.scores["indptr"]
         for i, t in enumerate(tokens):
+            if mask is not None:
+                out[i] = int(np.count_nonzero(mask[self._postings(t)[0]]))
+                continue
             tid = vocab.get(t)
             if tid is not None:
                 out[i] = int(indptr[tid + 1]) - int(indptr[tid])
         return out
 
-    def scores(self, tokens: Sequence[str], weights: Sequence[float] | None = None
-               ) -> np.ndarray:
-        """BM25 score of every row for ``tokens``; ``weights[i]`` scales token ``i``'s part.
+    def length(self, rows: np.ndarray | None = None) -> int | None:
+        """Terms in all rows (in ``rows`` when given); ``None`` for an index saved before
+        row lengths were kept."""
+        if self.lengths is None:
+            return None
+        part = self.lengths if rows is None else self.lengths[np.asarray(rows, np.int64)]
+        return int(np.sum(part, dtype=np.int64))
 
-        The weights let several indexes score as one: a token's BM25 part is its IDF times
-        a term-frequency factor, so multiplying by ``idf(corpus) / idf(this index)`` gives
-        the score under corpus-wide statistics (see :func:`idf`).
+    def scores(self, tokens: Sequence[str], stats: TermStats | None = None) -> np.ndarray:
+        """BM25 score of every row for ``tokens``, under ``stats`` (``None``: this index's
+        own, the scores as stored).
+
+        Under other statistics each stored score gives back the term's count in the row
+        (the stored score is ``idf * tf / (tf + norm)`` with this index's IDF and mean
+        length), which :func:`bm25` scores again. Without row lengths (an older index) only
+        the IDF changes.
         """
         out = np.zeros(self.n_rows, np.float32)
         if self.n_rows == 0:
             return out
-        vocab, s = self._model.vocab_dict, self._model.scores
-        data, indices, indptr = s["data"], s["indices"], s["indptr"]
+        own_idf = own_avg = None
+        if stats is not None:
+            own_idf = idf(self.doc_freqs(tokens), self.n_rows)
+            if self.lengths is not None and stats.avg_length is not None:
+                own_avg = float(np.mean(self.lengths)) if self.n_rows else 0.0
         for i, t in enumerate(tokens):
-            tid = vocab.get(t)
-            if tid is None:
+            rows, data = self._postings(t)
+            if not len(rows):
                 continue
-            lo, hi = int(indptr[tid]), int(indptr[tid + 1])
-            w = 1.0 if weights is None else float(weights[i])
+            part: np.ndarray = np.asarray(data, np.float32)
+            if stats is not None and own_idf is not None:
+                new = float(stats.idf[i])
+                if own_avg is None or stats.avg_length is None or self.lengths is None:
+                    part = part * np.float32(new / own_idf[i] if own_idf[i] > 0 else 1.0)
+                else:
+                    dl = self.lengths[rows]
+                    # score / idf = tf / (tf + norm): the count back, exact once rounded
+                    ratio = np.minimum(part.astype(np.float64) / own_idf[i], 1 - 1e-9)
+                    norm = K1 * ((1 - B) + B * dl / own_avg)
+                    tf = np.maximum(np.rint(ratio * norm / (1 - ratio)), 1)
+                    part = bm25(tf, dl, new, stats.avg_length).astype(np.float32)
             # Row ids are unique within one token's postings, so a fancy += is exact.
-            try:
-                out[np.asarray(indices[lo:hi])] += np.asarray(data[lo:hi]) * w
-            except IndexError:  # checking every posting on load would read them all
-                raise IndexCorruptError(
-                    f"{self.source or 'BM25 index'}: damaged, postings of {t!r} name rows "
-                    f"past its {self.n_rows}") from None
+            out[rows] += part
         return out
 
-    def top(self, tokens: Sequence[str], k: int, *, weights: Sequence[float] | None = None,
+    def top(self, tokens: Sequence[str], k: int, *, stats: TermStats | None = None,
             rows: np.ndarray | None = None, exclude: np.ndarray | None = None
             ) -> list[tuple[int, float]]:
-        """The best ``k`` rows for ``tokens`` (weighted as in :meth:`scores`), within
+        """The best ``k`` rows for ``tokens`` (under ``stats`` as in :meth:`scores`), within
         ``rows`` when given, never one of ``exclude``: ``[(row, score)]``, best first."""
-        scores = self.scores(tokens, weights)
+        scores = self.scores(tokens, stats)
         if exclude is not None and len(exclude):
             scores[np.asarray(exclude, np.int64)] = 0.0
         return top_rows(scores, k, rows)
@@ -192,6 +281,8 @@ class LexicalIndex:
             return
         with contextlib.redirect_stdout(io.StringIO()):
             self._model.save(str(directory), allow_pickle=False)
+        if self.lengths is not None:
+            np.save(Path(directory) / LENGTHS, np.asarray(self.lengths, np.int32))
 
     @classmethod
     def load(cls, directory: str | Path, n_rows: int, *, mmap: bool = True) -> LexicalIndex:
@@ -221,7 +312,7 @@ class LexicalIndex:
         problem = _postings_problem(model)
         if problem is not None:
             raise IndexCorruptError(f"{directory}: BM25 index damaged: {problem}")
-        return cls(model, n_rows, str(directory))
+        return cls(model, n_rows, str(directory), _load_lengths(Path(directory), n_rows, mmap))
 
 
 class LexicalWriter:
@@ -235,8 +326,6 @@ class LexicalWriter:
     saved index. Scores equal bm25s' bit for bit (bm25s' Lucene variant, ``k1=1.5``,
     ``b=0.75``, float32); the vocabulary is numbered in order of first appearance.
     """
-
-    _K1, _B = 1.5, 0.75
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -315,6 +404,7 @@ class LexicalWriter:
             model.nonoccurrence_array = None  # set by bm25s' index(); Lucene has none
             with contextlib.redirect_stdout(io.StringIO()):
                 model.save(str(out), allow_pickle=False)
+            np.save(out / LENGTHS, lengths.astype(np.int32))
             files = []
             for name, dtype in (("data", np.float32), ("indices", int_dtype)):
                 # the .npy header np.save writes, and room for the array after it
@@ -322,8 +412,8 @@ class LexicalWriter:
                                                    dtype, (nnz,))
                 files.append((out / f"{name}.csc.index.npy", int(mapped.offset)))
                 del mapped
-            self._fill(files, indptr, idf_f32, lengths, distinct, float(self._K1),
-                       float(self._B), avg, (postings_per_pass, postings_per_read), int_dtype)
+            self._fill(files, indptr, idf_f32, lengths, distinct, float(K1), float(B), avg,
+                       (postings_per_pass, postings_per_read), int_dtype)
         finally:
             for name in ("terms.tmp", "counts.tmp"):
                 with contextlib.suppress(OSError):
@@ -384,6 +474,22 @@ class LexicalWriter:
                     f.seek(offset + p_lo * part.itemsize)
                     f.write(part.tobytes())
             t_lo = t_hi
+
+
+def _load_lengths(directory: Path, n_rows: int, mmap: bool) -> np.ndarray | None:
+    """Each row's length in terms, as saved beside the index (``None``: saved before they
+    were kept); :class:`IndexCorruptError` when the file is unreadable or the wrong size."""
+    path = directory / LENGTHS
+    if not path.exists():
+        return None
+    try:
+        lengths = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise IndexCorruptError(f"{path}: row lengths unreadable ({e})") from None
+    if lengths.shape != (n_rows,) or lengths.dtype.kind not in "iu":
+        raise IndexCorruptError(f"{path}: row lengths of shape {lengths.shape} and type "
+                                f"{lengths.dtype}, the index has {n_rows} chunks")
+    return lengths
 
 
 def _postings_problem(model: Any) -> str | None:

@@ -68,6 +68,7 @@ from .lexical import terms as terms_of
 from .milvus_schema import blob_rows, chunk_row, ensure_blobs, ensure_collections
 from .milvus_segment import (
     DEFAULT_NAME,
+    LENGTH_TERM,
     MilvusConnection,
     MilvusSegment,
     in_list,
@@ -340,6 +341,7 @@ class MilvusStore:
         row = 0
         pending: list[dict[str, Any]] = []
         df: dict[str, int] = {}
+        length = 0  # terms in all rows, stored as the df of LENGTH_TERM
         doc_rows, blobs = [], []
         for d in docs:
             r = d.record
@@ -356,6 +358,7 @@ class MilvusStore:
             for ch, vec, toks in zip(d.chunks, d.vectors, words, strict=True):
                 for t in set(toks):
                     df[t] = df.get(t, 0) + 1
+                length += len(toks)
                 pending.append(chunk_row(name, number, row, ch, r.title, vec, toks))
                 row += 1
                 if len(pending) >= _INSERT_ROWS:
@@ -374,7 +377,7 @@ class MilvusStore:
         for lo in range(0, len(doc_rows), _INSERT_ROWS):
             c.call("inserting documents", client.insert, c.docs, doc_rows[lo:lo + _INSERT_ROWS])
         term_rows = [{"pk": f"{name}/{t}", "segment": name, "term": t, "df": n, "_": [0.0, 0.0]}
-                     for t, n in df.items() if len(t.encode()) < 1000]
+                     for t, n in [*df.items(), (LENGTH_TERM, length)] if len(t.encode()) < 1000]
         for lo in range(0, len(term_rows), 5 * _INSERT_ROWS):
             c.call("inserting terms", client.insert, c.terms, term_rows[lo:lo + 5 * _INSERT_ROWS])
         return row

@@ -10,10 +10,11 @@ filter, and BM25 through Milvus's own BM25 function over the chunk's terms.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -22,14 +23,18 @@ import numpy as np
 from ..errors import ConfigError, DocumentError, IndexCorruptError, ProxyPointerError, StoreError
 from ..parse.chunking import Chunk
 from ..parse.tree import Tree
+from .lexical import TermStats, bm25, idf
 from .records import DocumentRecord
 from .segments import DocumentParts, Pointer, remember
 from .vectors import VectorIndexConfig
 
-__all__ = ["DEFAULT_NAME", "MilvusConnection", "MilvusSegment", "is_server_uri", "row_key",
-           "segment_number"]
+__all__ = ["DEFAULT_NAME", "LENGTH_TERM", "MilvusConnection", "MilvusSegment", "is_server_uri",
+           "row_key", "segment_number"]
 
 DEFAULT_NAME = "proxy_pointer"
+#: The term under which a segment's total length in terms is stored beside its document
+#: frequencies (no text tokenizes to a space).
+LENGTH_TERM = " "
 _IN_LIST = 1000  # ids per "in [...]" filter or get() call
 _TEXT_CACHE_CHARS = 64_000_000  # stored sources kept per segment (characters)
 _T = TypeVar("_T")
@@ -118,6 +123,11 @@ class MilvusConnection:
                                      ) from None
                 finally:
                     lite_log.disabled = was
+                # pymilvus imports scipy.sparse inside its search calls; two threads
+                # importing it first at once can see it half-initialized ("partially
+                # initialized module 'scipy.sparse._lil'", seen in the crash benchmark).
+                with contextlib.suppress(ImportError):
+                    import scipy.sparse  # type: ignore[import-untyped]  # noqa: F401
             return self._client
 
     def call(self, what: str, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
@@ -238,6 +248,8 @@ class MilvusSegment:
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._text_chars = 0
         self._filter = f"segment == {quote(name)}"
+        self._length: int | None = None
+        self._counts: OrderedDict[bytes, tuple[bool, Counter[str], int]] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"MilvusSegment({self.conn.location!r}, {self.name!r}, rows={self._rows})"
@@ -407,25 +419,6 @@ class MilvusSegment:
             return np.zeros((0, self.dimension), np.float32)
         return np.asarray([found[int(r)]["vector"] for r in rows], np.float32)
 
-    def fused(self, query: np.ndarray, tokens: Sequence[str], k: int, rrf_k: int,
-              rows: np.ndarray | None = None, exclude: np.ndarray | None = None
-              ) -> list[tuple[int, float]]:
-        """Dense and BM25 top-``k`` fused by reciprocal rank (constant ``rrf_k``) in one
-        Milvus hybrid search: ``[(row, score)]``, best first. The same rule as fusing
-        :meth:`vector_index` and :meth:`lexical` results (:func:`~..ranking.fuse_ranks`)."""
-        from pymilvus import AnnSearchRequest, RRFRanker
-
-        if k <= 0 or not tokens or (rows is not None and len(rows) == 0):
-            return []
-        flt = self.search_filter(rows, exclude)
-        requests = [
-            AnnSearchRequest([np.asarray(query, np.float32).reshape(-1).tolist()], "vector",
-                             {"metric_type": "IP"}, k, expr=flt),
-            AnnSearchRequest([" ".join(tokens)], "sparse", {"metric_type": "BM25"}, k, expr=flt),
-        ]
-        return self.search("hybrid search", "hybrid_search", requests, RRFRanker(rrf_k),
-                           limit=min(2 * k, 16_384))
-
     def search(self, what: str, method: str, *args: Any,
                score: Callable[[float], float] = float, **kwargs: Any
                ) -> list[tuple[int, float]]:
@@ -438,6 +431,48 @@ class MilvusSegment:
         found = [(int(h.entity.get("row")), score(float(h.distance))) for h in hits]
         found.sort(key=lambda t: (-t[1], t[0]))
         return found
+
+    # --- term statistics ----------------------------------------------------------------
+    def terms_of(self, rows: Sequence[int]) -> list[list[str]]:
+        """Each row's BM25 terms, as stored for Milvus's BM25 function."""
+        found = self._get(rows, ["terms"])
+        return [str(found[int(r)]["terms"]).split() for r in rows]
+
+    def total_length(self) -> int:
+        """Terms in all the segment's rows: stored with its document frequencies (under the
+        term " ", which no text has), or counted once for a segment written without it."""
+        if self._length is None:
+            conn = self.conn
+            got = conn.get(conn.terms, [f"{self.name}/{LENGTH_TERM}"], ["df"])
+            self._length = (int(got[0]["df"]) if got else sum(
+                len(str(r["terms"]).split())
+                for r in conn.scan(conn.chunks, self._filter, ["terms"])))
+        return self._length
+
+    def term_counts(self, rows: np.ndarray) -> tuple[bool, Counter[str], int]:
+        """Document frequencies and total length over ``rows`` or over the segment's other
+        rows, whichever are fewer: ``(inside, df, length)``, ``inside`` when over ``rows``.
+        Kept for the few row sets asked for most recently (a caller's view)."""
+        rows = np.unique(np.asarray(rows, np.int64))
+        key = rows.tobytes()
+        with self._lock:
+            if key in self._counts:
+                self._counts.move_to_end(key)
+                return self._counts[key]
+        inside = 2 * len(rows) <= self._rows
+        side = rows if inside else np.setdiff1d(np.arange(self._rows), rows,
+                                                assume_unique=True)
+        df: Counter[str] = Counter()
+        length = 0
+        for lo in range(0, len(side), _IN_LIST):
+            for words in self.terms_of(side[lo:lo + _IN_LIST].tolist()):
+                df.update(set(words))
+                length += len(words)
+        with self._lock:
+            self._counts[key] = (inside, df, length)
+            while len(self._counts) > 8:
+                self._counts.popitem(last=False)
+        return inside, df, length
 
     def vector_index(self, config: VectorIndexConfig) -> MilvusVectors:
         return MilvusVectors(self, config)
@@ -493,34 +528,74 @@ class MilvusVectors:
 
 class MilvusLexical:
     """BM25 of one Milvus segment (the :class:`~proxy_pointer.stores.lexical.LexicalSearch`
-    contract) by Milvus's BM25 function over the chunks' terms.
+    contract): Milvus's BM25 function finds the rows, and they are scored here.
 
-    Milvus weighs terms with statistics over the whole collection, so the per-token
-    ``weights`` that make local segments score as one are not needed (and not applied).
+    Milvus weighs terms by statistics over its whole collection: every segment, those of
+    generations a writer has staged and not committed included, and every document
+    whoever may read it. So the rows it finds are scored again from their terms under the
+    statistics asked for (:class:`~.lexical.TermStats`; by default the segment's own: the
+    document frequencies stored with it and its mean row length), as a local segment is.
+    While the rows holding any of the question's terms number at most
+    :data:`EXACT_ROWS`, all of them are fetched and the result is exact; past that, the
+    best ``4 k`` by Milvus's statistics (at least 1,024) are.
     """
+
+    EXACT_ROWS = 4096
 
     def __init__(self, segment: MilvusSegment) -> None:
         self.segment = segment
         self.n_rows = segment.n_rows
 
-    def doc_freqs(self, tokens: Sequence[str]) -> np.ndarray:
+    def doc_freqs(self, tokens: Sequence[str], rows: np.ndarray | None = None
+                  ) -> np.ndarray:
         seg, conn = self.segment, self.segment.conn
         if not tokens or not self.n_rows:
             return np.zeros(len(tokens), np.int64)
+        if rows is not None:  # counted over the smaller side of the segment's rows
+            inside, df, _ = seg.term_counts(rows)
+            if inside:
+                return np.asarray([df.get(t, 0) for t in tokens], np.int64)
+            return self.doc_freqs(tokens) - np.asarray([df.get(t, 0) for t in tokens])
         keys = [f"{seg.name}/{t}" for t in dict.fromkeys(tokens)]
         found = {r["term"]: int(r["df"]) for r in conn.get(conn.terms, keys, ["term", "df"])}
         return np.asarray([found.get(t, 0) for t in tokens], np.int64)
 
-    def top(self, tokens: Sequence[str], k: int, *, weights: Sequence[float] | None = None,
+    def length(self, rows: np.ndarray | None = None) -> int | None:
+        seg = self.segment
+        total = seg.total_length()
+        if rows is None:
+            return total
+        inside, _, length = seg.term_counts(rows)
+        return length if inside else total - length
+
+    def top(self, tokens: Sequence[str], k: int, *, stats: TermStats | None = None,
             rows: np.ndarray | None = None, exclude: np.ndarray | None = None
             ) -> list[tuple[int, float]]:
         if not tokens or k <= 0 or not self.n_rows or (rows is not None and len(rows) == 0):
             return []
         seg = self.segment
-        # Milvus Lite reports BM25 as a negated distance, a server as a score: the
-        # magnitude is the BM25 score either way.
+        if stats is None:
+            stats = TermStats(idf(self.doc_freqs(tokens), self.n_rows),
+                              seg.total_length() / self.n_rows)
+        holding = int(self.doc_freqs(tokens).sum())
+        limit = holding if holding <= self.EXACT_ROWS else max(4 * k, 1024)
+        # Milvus Lite reports BM25 as a negated distance, a server as a score; only the
+        # rows are used.
         found = seg.search("BM25 search", "search", data=[" ".join(tokens)],
-                           anns_field="sparse", limit=min(k, 16_384),
+                           anns_field="sparse", limit=min(max(limit, 1), 16_384),
                            filter=seg.search_filter(rows, exclude),
                            search_params={"metric_type": "BM25"}, score=abs)
-        return [(r, s) for r, s in found if s > 0]
+        if not found:
+            return []
+        cand = np.asarray(sorted(r for r, _ in found), np.int64)
+        words = seg.terms_of(cand.tolist())
+        lengths = np.asarray([len(w) for w in words], np.float64)
+        avg = stats.avg_length if stats.avg_length is not None else float(lengths.mean())
+        scores = np.zeros(len(cand), np.float64)
+        counts = [Counter(w) for w in words]
+        for i, t in enumerate(tokens):
+            tf = np.asarray([c.get(t, 0) for c in counts], np.float64)
+            scores += bm25(tf, lengths, float(stats.idf[i]), avg)
+        scores = scores.astype(np.float32)
+        order = [i for i in np.lexsort((cand, -scores))[:k] if scores[i] > 0]
+        return [(int(cand[i]), float(scores[i])) for i in order]

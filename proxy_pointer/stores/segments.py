@@ -27,7 +27,7 @@ import numpy as np
 
 from ..parse.chunking import Chunk
 from ..parse.tree import Tree, normalize_title
-from .lexical import LexicalIndex, LexicalSearch, idf, tokenize
+from .lexical import LexicalIndex, LexicalSearch, TermStats, idf, tokenize
 from .records import DocumentRecord
 from .vectors import VectorIndex, VectorIndexConfig, VectorSearch
 
@@ -35,7 +35,6 @@ __all__ = [
     "MAX_SMALL_SEGMENTS",
     "SMALL_SHARE",
     "DocumentParts",
-    "FusedSearch",
     "MemorySegment",
     "PlannedSegment",
     "Pointer",
@@ -142,16 +141,6 @@ class Segment(Protocol):
         ...
 
     def parts(self, doc_id: str) -> DocumentParts: ...
-
-
-@runtime_checkable
-class FusedSearch(Protocol):
-    """A segment whose engine fuses dense and BM25 results itself, in one call (Milvus's
-    hybrid search with its reciprocal-rank-fusion ranker)."""
-
-    def fused(self, query: np.ndarray, tokens: Sequence[str], k: int, rrf_k: int,
-              rows: np.ndarray | None = None, exclude: np.ndarray | None = None
-              ) -> list[tuple[int, float]]: ...
 
 
 class MemorySegment:
@@ -489,63 +478,68 @@ class SegmentSet:
         order = np.lexsort((r, -s))[:k]
         return s[order].astype(np.float32), r[order]
 
-    def fused(self, query: np.ndarray, question: str, k: int, rrf_k: int,
-              rows: np.ndarray | None = None) -> list[tuple[int, float]] | None:
-        """Dense and BM25 fused by the engine in one call, when the index is one segment
-        whose engine can (:class:`FusedSearch`); ``None``: search both and fuse here."""
-        live = [s for s in self._slots if s.n_live]
-        if len(live) != 1 or not isinstance(live[0].segment, FusedSearch):
-            return None
-        slot = live[0]
-        engine = slot.segment
-        assert isinstance(engine, FusedSearch)
-        tokens = tokenize([question])[0]
-        if not tokens:
-            return None
-        local = None
-        if rows is not None:
-            local = np.concatenate([loc for s, _, loc in self._split(np.asarray(rows, np.int64))
-                                    if s is slot] or [np.empty(0, np.int64)])
-        hits = engine.fused(query, tokens, k, rrf_k, local,
-                                  slot.dead if len(slot.dead) else None)
-        g = slot.to_global(np.asarray([r for r, _ in hits], np.int64))
-        return list(zip(g.tolist(), (s for _, s in hits), strict=True))
+    def term_stats(self, tokens: Sequence[str], scope: np.ndarray | None = None
+                   ) -> TermStats | None:
+        """BM25 statistics of ``tokens`` over the live rows (of ``scope``, global rows,
+        when given): each token's IDF and the mean row length. ``None`` where each segment's
+        own are exactly those (one segment, every row live, no scope), so scores are taken
+        as stored.
 
-    def term_weights(self, tokens: Sequence[str]) -> np.ndarray:
-        """Corpus-wide BM25 IDF of each (already tokenized) term over all segments."""
-        lexes = [s.segment.lexical() for s in self._slots]
-        n_total = sum(x.n_rows for x in lexes)
-        if not tokens or n_total == 0:
-            return np.zeros(len(tokens))
-        return idf(np.sum([x.doc_freqs(tokens) for x in lexes], axis=0), n_total)
-
-    def lexical(self, question: str, k: int, rows: np.ndarray | None = None
-                ) -> list[tuple[int, float]]:
-        """BM25's best ``k`` live rows for ``question`` with corpus-wide statistics.
-
-        Each segment's BM25 index weighs a token by its own IDF; each token's part is
-        rescaled by ``idf(all segments) / idf(segment)``, so scores are comparable across
-        segments (with one segment the weights are all 1 and nothing changes).
+        Rows outside them (deleted documents, documents a caller may not read, rows of a
+        segment no generation has committed) change no score and no order.
         """
+        if scope is None and len(self._slots) == 1 and not len(self._slots[0].dead):
+            return None
+        wanted = None
+        if scope is not None:
+            wanted = {id(s): loc for s, _, loc in self._split(np.asarray(scope, np.int64))}
+        n, length, df = 0, 0, np.zeros(len(tokens), np.int64)
+        known = True
+        for slot in self._slots:
+            if wanted is not None:
+                rows = wanted.get(id(slot))
+                if rows is None:
+                    continue
+            else:
+                rows = slot.live
+            lex = slot.segment.lexical()
+            n += slot.n_live if rows is None else len(rows)
+            df += lex.doc_freqs(tokens, rows)
+            size = lex.length(rows)
+            known = known and size is not None
+            length += size or 0
+        return TermStats(idf(df, n), length / n if known and n else None)
+
+    def term_weights(self, tokens: Sequence[str], scope: np.ndarray | None = None
+                     ) -> np.ndarray:
+        """BM25 IDF of each (already tokenized) term over the live rows (of ``scope``)."""
+        if not tokens or self.n_rows == 0:
+            return np.zeros(len(tokens))
+        stats = self.term_stats(tokens, scope)
+        if stats is None:
+            lex = self._slots[0].segment.lexical()
+            return idf(lex.doc_freqs(tokens), lex.n_rows)
+        return stats.idf
+
+    def lexical(self, question: str, k: int, rows: np.ndarray | None = None,
+                scope: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """BM25's best ``k`` live rows (of ``rows`` when given) for ``question``, under
+        the statistics of the live rows (of ``scope``: :meth:`term_stats`), so that scores
+        are comparable across segments and depend on no row outside them."""
         tokens = tokenize([question])[0]
         if not tokens or self.n_rows == 0:
             return []
-        lexes = [s.segment.lexical() for s in self._slots]
-        n_total = sum(x.n_rows for x in lexes)
-        dfs = [x.doc_freqs(tokens) for x in lexes]
-        idf_all = idf(np.sum(dfs, axis=0), n_total)
+        stats = self.term_stats(tokens, scope)
         wanted = None
         if rows is not None:
             wanted = {id(s): loc for s, _, loc in self._split(np.asarray(rows, np.int64))}
         merged: list[tuple[int, float]] = []
-        for slot, lex, df in zip(self._slots, lexes, dfs, strict=True):
+        for slot in self._slots:
             if slot.n_live == 0 or (wanted is not None and id(slot) not in wanted):
                 continue
-            own = idf(df, lex.n_rows)
-            weights = np.divide(idf_all, own, out=np.ones_like(own), where=own > 0)
             local = wanted[id(slot)] if wanted is not None else None
-            hits = lex.top(tokens, k, weights=weights, rows=local,
-                           exclude=slot.dead if len(slot.dead) else None)
+            hits = slot.segment.lexical().top(tokens, k, stats=stats, rows=local,
+                                              exclude=slot.dead if len(slot.dead) else None)
             if hits:
                 g = slot.to_global(np.asarray([h[0] for h in hits], np.int64))
                 merged.extend(zip(g.tolist(), (h[1] for h in hits), strict=True))
