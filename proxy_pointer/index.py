@@ -36,6 +36,7 @@ from .ingest import (
     UpdateReport,
     duplicate_pairs,
     ingest,
+    run_order,
     source_bytes,
 )
 from .parse.chunking import CHUNKER_VERSION, Chunk, ChunkConfig
@@ -420,11 +421,13 @@ class Index:
             scratch = Path(tempfile.gettempdir())
         if scratch is None:
             return sources, MemoryStaging(self.embedder.dimension)
-        # A segment keeps its documents in doc id order: stream them in that order (the
-        # last of repeated ids wins, as in memory).
-        ordered = sorted({s.doc_id: s for s in sources}.values(), key=lambda s: s.doc_id)
+        # A segment keeps its documents in doc id order, large files last (run_order):
+        # stream them in that order (the last of repeated ids wins, as in memory).
+        ordered = run_order(sorted({s.doc_id: s for s in sources}.values(),
+                                   key=lambda s: s.doc_id))
         return ordered, DiskStaging(scratch, dimension=self.embedder.dimension,
-                                    config=self.vector_config)
+                                    config=self.vector_config,
+                                    order=[s.doc_id for s in ordered])
 
     def _stored_vectors(self, doc_id: str) -> Iterable[tuple[str, np.ndarray]]:
         """``(embed_text, vector)`` of a stored document's chunks, for reuse on re-chunking."""

@@ -60,6 +60,7 @@ _PIECE = 1_000_000
 # The tokenizer runs fastest (and in parallel) on inputs of some 20 kB: texts measured together
 # are joined up to this size, longer texts are cut at whitespace into pieces of this size.
 _ENCODE_CHARS = 20_000
+_ENCODE_BATCH = 64  # runs of _ENCODE_CHARS tokenized per call (about 1.3 MB of text)
 
 
 @runtime_checkable
@@ -449,29 +450,20 @@ class DocumentTokens:
             np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=len(lines)),
                       out=starts_of[1:])
         self.length = int(starts_of[-1])
-        encs: list[Encoding | None] = [None] * len(groups)
+        parts: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(groups)
         for kind, tok in ((True, _ascii_tokenizer), (False, wordpiece_tokenizer)):
             which = [k for k, (a, _) in enumerate(groups) if plain[a] is kind]
-            if which:
+            # A tokenizer's encodings take some 100 bytes a word piece: they are made a
+            # bounded batch at a time and kept as offsets (16 bytes), so a 20 MB document
+            # costs tens of megabytes here, not gigabytes.
+            for lo in range(0, len(which), _ENCODE_BATCH):
+                part = which[lo:lo + _ENCODE_BATCH]
                 done = tok().encode_batch(["".join(lines[a:b]) for a, b in
-                                           (groups[k] for k in which)], add_special_tokens=False)
-                for k, one in zip(which, done, strict=True):
-                    encs[k] = one
-        offs, heads = [], []
-        for (a, _), enc in zip(groups, encs, strict=True):
-            assert enc is not None
-            n = len(enc.ids)
-            if not n:
-                continue
-            o = np.fromiter(itertools.chain.from_iterable(enc.offsets), dtype=np.int64,
-                            count=2 * n).reshape(n, 2)
-            o += starts_of[a]
-            offs.append(o)
-            words = np.array(enc.word_ids, dtype=np.int64)
-            head = np.empty(n, dtype=bool)
-            head[0] = True
-            np.not_equal(words[1:], words[:-1], out=head[1:])
-            heads.append(head)
+                                           (groups[k] for k in part)], add_special_tokens=False)
+                for k, enc in zip(part, done, strict=True):
+                    parts[k] = _offsets_and_heads(enc, int(starts_of[groups[k][0]]))
+        offs = [p[0] for p in parts if p is not None and len(p[0])]
+        heads = [p[1] for p in parts if p is not None and len(p[1])]
         both = np.concatenate(offs) if offs else np.zeros((0, 2), dtype=np.int64)
         self.starts = np.ascontiguousarray(both[:, 0])
         self.ends = np.ascontiguousarray(both[:, 1])
@@ -504,6 +496,22 @@ class DocumentTokens:
             for i, c in zip(again, span_counters(text, [spans[i] for i in again]), strict=True):
                 out[i] = c
         return out  # type: ignore[return-value]
+
+
+def _offsets_and_heads(enc: Encoding, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """An encoding's word-piece offsets (shifted by ``start``) and which pieces start a
+    word."""
+    n = len(enc.ids)
+    if not n:
+        return np.zeros((0, 2), np.int64), np.zeros(0, bool)
+    o = np.fromiter(itertools.chain.from_iterable(enc.offsets), dtype=np.int64,
+                    count=2 * n).reshape(n, 2)
+    o += start
+    words = np.array(enc.word_ids, dtype=np.int64)
+    head = np.empty(n, dtype=bool)
+    head[0] = True
+    np.not_equal(words[1:], words[:-1], out=head[1:])
+    return o, head
 
 
 # Printable ASCII with tabs and line breaks: the BERT normalizer only lowercases such text

@@ -32,10 +32,13 @@ from .parsing import (
 )
 from .pipeline import (
     DEFAULT_BATCH_BYTES,
+    LARGE_FILE_BYTES,
+    MAX_FILE_BYTES,
     IngestProgress,
     IngestResult,
     UpdateReport,
     ingest,
+    run_order,
     source_bytes,
 )
 from .ray import RAY_HINT, RayExecutor, start_ray
@@ -44,6 +47,8 @@ __all__ = [
     "DEFAULT_BATCH_BYTES",
     "EMBED_STEP",
     "EXECUTORS",
+    "LARGE_FILE_BYTES",
+    "MAX_FILE_BYTES",
     "RAY_HINT",
     "Batch",
     "Executor",
@@ -63,6 +68,7 @@ __all__ = [
     "ingest",
     "make_executor",
     "parse_document",
+    "run_order",
     "source_bytes",
     "start_ray",
     "text_digest",

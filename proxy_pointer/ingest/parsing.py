@@ -8,6 +8,7 @@ hash that tells a changed document from an unchanged one (:func:`text_digest`).
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -22,7 +23,7 @@ from ..parse.chunking import Chunk, ChunkConfig, chunk_text, chunk_tree, skip_re
 from ..parse.noise import classify_noise
 from ..parse.segmentation import segmented_tree
 from ..parse.summaries import SummaryCache, summary_chunks
-from ..parse.tree import build_tree, split_lines
+from ..parse.tree import MAX_LINE_CHARS, build_tree, split_lines, wrap_long_lines
 from ..stores import DocumentRecord
 from ..tokens import DocumentTokens, TokenCounter
 
@@ -62,9 +63,10 @@ class ParsedDocument:
     chunk_seconds: float
     tree_json: str = ""  # the skeleton tree without its text, saved so queries never parse
     sections_skipped: int = 0  # sections with own text that got no chunk (noise, or short)
-    # A converted file (PDF, HTML, Word): its Markdown, the stored copy; None for text files.
+    # The stored copy where it is not the text read: a converted file's Markdown (PDF, HTML,
+    # Word), a text with long lines wrapped; None otherwise.
     text: str | None = None
-    warnings: tuple[str, ...] = ()  # the converter's, each naming the file
+    warnings: tuple[str, ...] = ()  # the converter's and the parser's, each naming the file
     convert_seconds: float = 0.0
     token_seconds: float = 0.0
 
@@ -115,8 +117,8 @@ class ReadDocument:
                                 index_llm=index_llm, tokenizer=tokenizer,
                                 pages=converted.page_starts,
                                 converter=_converter_of(self.source_path))
-        return replace(parsed, text=converted.markdown, warnings=converted.warnings,
-                       convert_seconds=seconds)
+        return replace(parsed, text=converted.markdown if parsed.text is None else parsed.text,
+                       warnings=converted.warnings + parsed.warnings, convert_seconds=seconds)
 
 
 def text_digest(text: str) -> str:
@@ -141,10 +143,18 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
     (the embedder's; default MiniLM word pieces). Raises
     :class:`~proxy_pointer.errors.ConfigError` when ``config.noise.use_llm`` is set without
     ``index_llm``; never raises on document content. ``pages`` and ``converter``: the
-    page map and converter id of Markdown converted from a PDF (kept on the record).
+    page map and converter id of Markdown converted from a PDF (kept on the record). Lines
+    longer than :data:`~proxy_pointer.parse.tree.MAX_LINE_CHARS` are wrapped first
+    (:func:`~proxy_pointer.parse.tree.wrap_long_lines`): the wrapped text is the stored copy
+    (``ParsedDocument.text``) and a warning names the file.
     """
     kind = kind or document_kind(source_path)
     t = time.perf_counter()
+    digest = digest or text_digest(text)
+    original = text
+    text, inserted = wrap_long_lines(text)
+    if inserted:  # page starts after an inserted line break move with it
+        pages = tuple(p + bisect.bisect_right(inserted, p) for p in pages)
     tree = None if kind == "text" else build_tree(text, doc_id=doc_id,
                                                   recover_headings=recover_headings)
     lines = tree.lines if tree is not None else split_lines(text)
@@ -185,13 +195,20 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
     card = read_card(text, title, [n.title for n in tree.roots] if tree is not None else ())
     record = DocumentRecord(
         doc_id=doc_id, source_path=source_path, size=len(text.encode("utf-8")),
-        sha256=digest or text_digest(text), kind=kind, title=title,
+        sha256=digest, kind=kind, title=title,
         n_chunks=len(chunks), line_tokens=line_tokens,
         pages=pages, converter=converter, card=card.to_dict(),
     )
     tree_json = tree.to_json(include_text=False) if tree is not None else ""
+    warnings: tuple[str, ...] = ()
+    if text is not original:
+        long = sum(1 for line in split_lines(original) if len(line) > MAX_LINE_CHARS)
+        warnings = (f"{source_path}: {long} line(s) over {MAX_LINE_CHARS:,} characters "
+                    "wrapped into shorter lines (the stored copy holds the wrapped text)",)
     return ParsedDocument(record, tuple(chunks), (tt - t) + (time.perf_counter() - tc),
-                          tc - tt, tree_json, skipped, token_seconds=token_seconds)
+                          tc - tt, tree_json, skipped,
+                          text=None if text is original else text, warnings=warnings,
+                          token_seconds=token_seconds)
 
 
 def _converter_of(name: str) -> str:

@@ -52,8 +52,8 @@ from .parsing import FailedDocument, ReadDocument, Source, bytes_digest, text_di
 if TYPE_CHECKING:
     from ..llm.base import LLM
 
-__all__ = ["DEFAULT_BATCH_BYTES", "IngestProgress", "IngestResult", "UpdateReport", "ingest",
-           "source_bytes"]
+__all__ = ["DEFAULT_BATCH_BYTES", "LARGE_FILE_BYTES", "MAX_FILE_BYTES", "IngestProgress",
+           "IngestResult", "UpdateReport", "ingest", "run_order", "source_bytes"]
 
 #: Text per batch. Big enough that a batch's embedding calls are full (256 texts) and the
 #: per-batch overhead vanishes, small enough that the pipeline fills quickly and the raw
@@ -61,6 +61,13 @@ __all__ = ["DEFAULT_BATCH_BYTES", "IngestProgress", "IngestResult", "UpdateRepor
 DEFAULT_BATCH_BYTES = 2_000_000
 #: Files per batch at most, so a folder of tiny files still streams.
 DEFAULT_BATCH_FILES = 512
+#: The largest file a run indexes: a larger one is skipped, named in
+#: ``UpdateReport.skipped`` (``ingest(max_file_bytes=)`` moves the limit). Indexing costs
+#: about 20 MB of memory per megabyte of text at its peak.
+MAX_FILE_BYTES = 100 * 2**20
+#: Files larger than this are read after every smaller one of a run (:func:`run_order`), so a
+#: huge file delays no other; a progress callback sees it move as its texts are embedded.
+LARGE_FILE_BYTES = 4 * DEFAULT_BATCH_BYTES
 
 
 @dataclass(frozen=True)
@@ -177,7 +184,8 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
            batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
            progress: Callable[[IngestProgress], None] | None = None,
            started: float | None = None, executor: Executor | None = None,
-           staging: Staging | None = None) -> IngestResult:
+           staging: Staging | None = None, max_file_bytes: int = MAX_FILE_BYTES
+           ) -> IngestResult:
     """Read, parse and embed ``sources`` batch by batch; returns what to commit.
 
     A document whose text hashes to its ``stored_sha256`` entry is unchanged and not parsed.
@@ -185,8 +193,9 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
     current chunks: once that document is re-parsed, its unchanged chunk texts reuse those
     vectors. Texts are embedded once per run, however many documents share them.
     Documents are staged into ``staging`` as their batches finish (default: a
-    :class:`~proxy_pointer.stores.staging.MemoryStaging`; a disk one wants them in
-    ascending doc id order, the order of ``sources``).
+    :class:`~proxy_pointer.stores.staging.MemoryStaging`; a disk one wants them in the
+    order they come: :func:`run_order` of ``sources``, which is how they are read). A file
+    over ``max_file_bytes`` is skipped and named in ``IngestResult.skipped``.
 
     ``batch_bytes`` bounds the text per batch (at least one file; an executor may ask for
     smaller ones). ``executor`` parses the batches (``None``: ``LocalExecutor(workers)``,
@@ -214,6 +223,8 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
     run = _Run(embedder, encoding, stored_sha256 or {}, stored_vectors, progress,
                time.perf_counter() if started is None else started,
                MemoryStaging(embedder.dimension) if staging is None else staging)
+    sources = run_order(sources)
+    run.max_file_bytes = max_file_bytes
     batches = _plan(sources, batch_bytes)
     run.total_docs = len(sources)
     run.total_bytes = sum(size for batch in batches for _, size in batch)
@@ -252,6 +263,15 @@ def _size(src: Source) -> int:
         return os.stat(src.source_path).st_size
     except OSError:
         return 0
+
+
+def run_order(sources: Sequence[Source]) -> list[Source]:
+    """``sources`` in the order a run reads, parses, embeds and stages them: those of at
+    most :data:`LARGE_FILE_BYTES` as given, then the larger ones as given, so that a huge
+    file holds up no other (a segment's rows follow this order)."""
+    sizes = [_size(s) for s in sources]
+    return ([s for s, n in zip(sources, sizes, strict=True) if n <= LARGE_FILE_BYTES]
+            + [s for s, n in zip(sources, sizes, strict=True) if n > LARGE_FILE_BYTES])
 
 
 def source_bytes(sources: Sequence[Source]) -> int:
@@ -294,6 +314,7 @@ class _Run:
         # text, so a million distinct chunks cost tens of megabytes here)
         self.fresh: dict[bytes, int] = {}
         self.total_docs = self.total_bytes = 0
+        self.max_file_bytes = MAX_FILE_BYTES
         self.docs_done = self.bytes_done = self.chunks_done = 0
 
     def report(self, bytes_done: int | None = None) -> None:
@@ -307,9 +328,15 @@ class _Run:
             ))
 
     def read(self, batch: list[tuple[Source, int]]) -> list[ReadDocument]:
-        """Read a batch; set aside unchanged and unreadable files, return the rest."""
+        """Read a batch; set aside unchanged, unreadable and too large files, return the
+        rest."""
         out: list[ReadDocument] = []
-        for src, _ in batch:
+        for src, size in batch:
+            if size > self.max_file_bytes:
+                self.result.skipped.append(
+                    f"{src.source_path}: {size / 2**20:,.1f} MB, over the "
+                    f"{self.max_file_bytes / 2**20:,.1f} MB a file may hold (MAX_FILE_BYTES)")
+                continue
             kind, data = src.kind, None
             if src.text is None and converter_for(src.source_path) is not None:
                 # PDF, HTML, Word: hashed as bytes here, converted where it is parsed.

@@ -49,6 +49,7 @@ from ..errors import ConfigError, DocumentError, IndexCorruptError
 from .headings import Heading, find_headings
 
 __all__ = [
+    "MAX_LINE_CHARS",
     "PREAMBLE_ID",
     "TREE_FORMAT",
     "Node",
@@ -58,6 +59,7 @@ __all__ = [
     "format_tree",
     "normalize_title",
     "split_lines",
+    "wrap_long_lines",
 ]
 
 PREAMBLE_ID = "preamble"
@@ -80,6 +82,46 @@ def split_lines(text: str) -> list[str]:
     ``"".join(split_lines(text)) == text``; an empty text has no lines.
     """
     return _LINE_RE.findall(text)
+
+
+#: The most characters a line keeps; a longer one is wrapped when parsed
+#: (:func:`wrap_long_lines`), so that every per-line step (token counts, the pieces a packer
+#: cuts a line into, line terms) costs a bounded amount whatever the file.
+MAX_LINE_CHARS = 20_000
+
+
+def wrap_long_lines(text: str, most: int = MAX_LINE_CHARS) -> tuple[str, tuple[int, ...]]:
+    """``text`` with each line longer than ``most`` characters wrapped into lines of at
+    most ``most``, and the offsets (in ``text``) where a line break was inserted.
+
+    A line is broken at the last space or tab of the second half of each window, which
+    becomes the line break (offsets hold: a soft break in Markdown); a window without one
+    gets a line break inserted at its end, whose offset is returned. Text without long lines
+    comes back as it is.
+    """
+    if len(text) <= most:
+        return text, ()
+    lines = split_lines(text)
+    if all(len(line) <= most for line in lines):
+        return text, ()
+    out: list[str] = []
+    inserted: list[int] = []
+    at = 0
+    for line in lines:
+        pos, n = 0, len(line)
+        while n - pos > most:
+            end = pos + most
+            cut = max(line.rfind(" ", pos + most // 2, end), line.rfind("\t", pos + most // 2, end))
+            if cut >= 0:
+                out.append(line[pos:cut] + "\n")
+                pos = cut + 1
+            else:
+                out.append(line[pos:end] + "\n")
+                inserted.append(at + end)
+                pos = end
+        out.append(line[pos:])
+        at += n
+    return "".join(out), tuple(inserted)
 
 
 @dataclass(frozen=True)

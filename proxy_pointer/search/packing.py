@@ -56,6 +56,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..convert.base import page_span
 from ..errors import ConfigError
 from ..parse.blocks import table_layout
@@ -79,6 +81,13 @@ _PARAGRAPH_LINE = 1.5  # a line up to this many times a section's share is a lon
 # Swept 0.25-0.75 (financebench-dev, finance-10k): larger shares lost questions at 1000
 # tokens (a whole statement crowds out the other sections) and won none.
 _TABLE_SHARE = 0.25
+# Characters of long lines one section cuts into sentences at most (see _reach): about
+# 0.15 s of tokenizing; ten of the longest lines (20,000 characters), a hundred of a
+# paragraph's length.
+_CUT_CHARS = 200_000
+# A block over this many characters is not read as a table (a table is never that large;
+# reading one costs about 55 ms a megabyte).
+_TABLE_CHARS = 1_000_000
 
 
 def pack(index: Corpus, selected: Selected, budget: int, terms: dict[str, float], *,
@@ -224,6 +233,8 @@ def _plan(index: Corpus, cand: Candidate, start: int, end: int, budget: int,
     # saves), a line into sentences only where it could not be taken at all.
     largest = max(_MIN_WINDOW // 2, section_cap - p.head - 2 * ell)  # tokens of one unit
     lines = index.tree(cand.doc_id).lines
+    near = _reach(list(zip(_spans(index, cand), cand.row_scores, strict=True)), cost,
+                  [len(line) for line in lines[p.lo:end]], p.lo, budget, largest)
     for i, j in paragraphs([cost[x] == 0 for x in range(p.lo, end)]):
         i, j = p.lo + i, p.lo + j
         size = sum(cost[i:j])
@@ -231,7 +242,10 @@ def _plan(index: Corpus, cand: Candidate, start: int, end: int, budget: int,
             p.units.append((i, j, None, None))
             p.costs.append(size)
             continue
-        layout = table_layout(lines[i:j]) if j - i > 2 else None
+        # Out of reach, a block is tiled by its lines as they are (never taken either way)
+        reached = bool(near[i - p.lo:j - p.lo].any())
+        layout = (table_layout(lines[i:j]) if j - i > 2 and reached
+                  and sum(map(len, lines[i:j])) <= _TABLE_CHARS else None)
         if layout is not None and size <= min(int(_TABLE_SHARE * budget),
                                               budget - p.head - 2 * ell):
             p.wide[len(p.units)] = p.head + size + 2 * ell  # a table that fits: whole
@@ -240,20 +254,61 @@ def _plan(index: Corpus, cand: Candidate, start: int, end: int, budget: int,
             continue
         header = sum(cost[i:i + layout[0]]) if layout is not None else 0
         if layout is None or not 0 < header <= largest // 2:
-            _tile(index, p, largest, [(x, x + 1) for x in range(i, j)])
+            _tile(index, p, largest, [(x, x + 1) for x in range(i, j)], near)
             continue
         head = len(p.units)  # the table's header, taken with any of its rows
         p.units.append((i, i + layout[0], None, None))
         p.costs.append(header)
-        _tile(index, p, largest - header, [(i + a, i + b) for a, b in layout[1]])
+        _tile(index, p, largest - header, [(i + a, i + b) for a, b in layout[1]], near)
         p.needs.update({u: head for u in range(head + 1, len(p.units))})
     p.gaps = 1 if p.units else 0
     return p
 
 
-def _tile(index: Corpus, p: _Plan, largest: int, rows: list[tuple[int, int]]) -> None:
+def _reach(hits: list[tuple[tuple[int, int], float]], cost: tuple[int, ...],
+           chars: list[int], lo: int, budget: int, largest: int) -> np.ndarray:
+    """Which lines of a section's body (from line ``lo``; ``chars``: each line's length)
+    the planner reads closely: those within ``budget`` tokens of a hit chunk's span
+    (``hits``: span and score), and the line that crosses that distance; of the long lines
+    (over ``largest`` tokens) among them, those nearest the best hits, up to
+    :data:`_CUT_CHARS` characters in all.
+
+    Everything taken is a run from a unit under a hit, or a table row no farther from its
+    match than the rows taken before it, so a line farther off is never taken; the planner
+    spends nothing on it (a long line there is not cut into sentences, a block there not
+    read as a table). The cap on cut lines bounds what a section whose hits are spread over
+    thousands of long lines costs (a 20 MB document on one wrapped line), at the price of
+    leaving the lines under its weakest hits whole.
+    """
+    n = len(chars)
+    near = np.zeros(n, np.float64)
+    if n <= 0:
+        return near.astype(bool)
+    before = np.zeros(n + 1, np.int64)
+    np.cumsum(np.asarray(cost[lo:lo + n], np.int64), out=before[1:])
+    for (first, last), score in hits:
+        a, b = max(first, lo) - lo, min(last, lo + n) - lo
+        if a >= n or b <= 0:
+            continue
+        # back: lines k with before[a] - before[k + 1] < budget; on: before[k] - before[b] <
+        # budget (each side includes the line that crosses the distance)
+        k0 = max(int(np.searchsorted(before, before[a] - budget, "right")) - 1, 0)
+        k1 = min(int(np.searchsorted(before, before[max(b, a)] + budget, "left")) + 1, n)
+        np.maximum(near[k0:k1], max(float(score), 1e-9), out=near[k0:k1])
+    long = np.flatnonzero((near > 0) & (np.diff(before) > largest))
+    size = np.asarray(chars, np.int64)[long]
+    if int(size.sum()) > _CUT_CHARS:  # the weakest hits' long lines stay whole
+        order = np.lexsort((long, -near[long]))
+        over = np.cumsum(size[order]) > _CUT_CHARS
+        near[long[order[over]]] = 0.0
+    return near > 0
+
+
+def _tile(index: Corpus, p: _Plan, largest: int, rows: list[tuple[int, int]],
+          near: np.ndarray) -> None:
     """Units of a block too big to be one: each of its ``rows`` (line spans) that fits
-    ``largest``, else its lines, and a line still larger its sentences."""
+    ``largest``, else its lines, and a line still larger its sentences where it is within
+    reach (:func:`_reach`; ``near`` is indexed from the section's body)."""
     cost = index.line_tokens(p.cand.doc_id)
     for a, b in rows:
         size = sum(cost[a:b])
@@ -262,7 +317,7 @@ def _tile(index: Corpus, p: _Plan, largest: int, rows: list[tuple[int, int]]) ->
             p.costs.append(size)
             continue
         for x in range(a, b):
-            if cost[x] <= largest:
+            if cost[x] <= largest or not near[x - p.lo]:
                 p.units.append((x, x + 1, None, None))
                 p.costs.append(cost[x])
             else:  # one long line: its sentences (or token windows)

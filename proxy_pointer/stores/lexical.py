@@ -22,7 +22,8 @@ import io
 import math
 import os
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,6 +161,8 @@ class LexicalIndex:
         self.source = source  # the folder it was loaded from, for errors
         #: each row's length in terms (``None``: an index saved before lengths were kept)
         self.lengths = lengths
+        self._masks: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._lock = threading.Lock()
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> LexicalIndex:
@@ -198,10 +201,7 @@ class LexicalIndex:
         out = np.zeros(len(tokens), np.int64)
         if self.n_rows == 0:
             return out
-        mask = None
-        if rows is not None:
-            mask = np.zeros(self.n_rows, bool)
-            mask[np.asarray(rows, np.int64)] = True
+        mask = None if rows is None else self._mask(rows)
         vocab, indptr = self._model.vocab_dict, self._model.scores["indptr"]
         for i, t in enumerate(tokens):
             if mask is not None:
@@ -211,6 +211,23 @@ class LexicalIndex:
             if tid is not None:
                 out[i] = int(indptr[tid + 1]) - int(indptr[tid])
         return out
+
+    def _mask(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` as a mask over this index's rows, kept for the few row arrays asked
+        for most recently (by identity: the cache holds each array, so an identity is
+        never reused while kept): a caller's view is masked once, not per question."""
+        key = id(rows)
+        with self._lock:
+            if key in self._masks:
+                self._masks.move_to_end(key)
+                return self._masks[key][1]
+        mask = np.zeros(self.n_rows, bool)
+        mask[np.asarray(rows, np.int64)] = True
+        with self._lock:
+            self._masks[key] = (rows, mask)
+            while len(self._masks) > 4:
+                self._masks.popitem(last=False)
+        return mask
 
     def length(self, rows: np.ndarray | None = None) -> int | None:
         """Terms in all rows (in ``rows`` when given); ``None`` for an index saved before

@@ -590,7 +590,8 @@ class MilvusLexical:
         cand = np.asarray(sorted(r for r, _ in found), np.int64)
         words = seg.terms_of(cand.tolist())
         lengths = np.asarray([len(w) for w in words], np.float64)
-        avg = stats.avg_length if stats.avg_length is not None else float(lengths.mean())
+        avg = (stats.avg_length if stats.avg_length is not None
+               else seg.total_length() / self.n_rows)  # the segment's own
         scores = np.zeros(len(cand), np.float64)
         counts = [Counter(w) for w in words]
         for i, t in enumerate(tokens):

@@ -18,6 +18,7 @@ so a small new segment ranks like the rest of the index.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -287,6 +288,9 @@ class SegmentSet:
             offset += slot.n_live
         self._starts = np.asarray([s.offset for s in self._slots], np.int64)
         self.n_rows = offset
+        # scope array id -> (the array, its per-segment rows, count, length): see _scoped
+        self._scopes: OrderedDict[int, tuple[np.ndarray | None, Any]] = OrderedDict()
+        self._scope_lock = threading.Lock()
 
     # --- structure ----------------------------------------------------------------------
     @property
@@ -481,34 +485,55 @@ class SegmentSet:
     def term_stats(self, tokens: Sequence[str], scope: np.ndarray | None = None
                    ) -> TermStats | None:
         """BM25 statistics of ``tokens`` over the live rows (of ``scope``, global rows,
-        when given): each token's IDF and the mean row length. ``None`` where each segment's
-        own are exactly those (one segment, every row live, no scope), so scores are taken
-        as stored.
+        when given): each token's IDF over those rows and, for a scope, their mean length.
+        ``None`` where each segment's own are exactly those (one segment, every row live, no
+        scope), so scores are taken as stored.
 
-        Rows outside them (deleted documents, documents a caller may not read, rows of a
-        segment no generation has committed) change no score and no order.
+        So documents a caller may not read change none of its scores and orders, and
+        deleted rows and rows of a segment no generation has committed change no one's
+        document frequencies. Without a scope each segment keeps its own mean length (all
+        the rows are the caller's to see, and scoring again under one mean would cost every
+        posting of the question's terms). What does not depend on the question (each
+        segment's rows in scope, their count and length) is worked out once per scope array
+        (a caller's view, kept by the reader).
         """
         if scope is None and len(self._slots) == 1 and not len(self._slots[0].dead):
             return None
-        wanted = None
-        if scope is not None:
-            wanted = {id(s): loc for s, _, loc in self._split(np.asarray(scope, np.int64))}
-        n, length, df = 0, 0, np.zeros(len(tokens), np.int64)
-        known = True
-        for slot in self._slots:
-            if wanted is not None:
-                rows = wanted.get(id(slot))
-                if rows is None:
-                    continue
-            else:
-                rows = slot.live
-            lex = slot.segment.lexical()
-            n += slot.n_live if rows is None else len(rows)
-            df += lex.doc_freqs(tokens, rows)
-            size = lex.length(rows)
-            known = known and size is not None
-            length += size or 0
-        return TermStats(idf(df, n), length / n if known and n else None)
+        parts, n, length = self._scoped(scope)
+        df = np.zeros(len(tokens), np.int64)
+        for slot, rows in parts:
+            df += slot.segment.lexical().doc_freqs(tokens, rows)
+        avg = length / n if scope is not None and length is not None and n else None
+        return TermStats(idf(df, n), avg)
+
+    def _scoped(self, scope: np.ndarray | None
+                ) -> tuple[list[tuple[_Slot, np.ndarray | None]], int, int | None]:
+        """``([(slot, its local rows in scope or None for all)], rows, total length)``
+        of a scope, kept for the few scope arrays asked for most recently (by identity:
+        the cache holds each array, so an identity is never reused while kept)."""
+        key = id(scope)
+        with self._scope_lock:
+            if key in self._scopes:
+                self._scopes.move_to_end(key)
+                return self._scopes[key][1]
+        if scope is None:
+            parts = [(slot, slot.live) for slot in self._slots if slot.n_live]
+        else:
+            parts = [(slot, loc) for slot, _, loc in self._split(np.asarray(scope, np.int64))]
+        n, length = 0, 0
+        known = scope is not None  # lengths only matter to a scope (see term_stats)
+        for slot, rows in parts:
+            n += slot.segment.n_rows if rows is None else len(rows)
+            if known:
+                size = slot.segment.lexical().length(rows)
+                known = size is not None
+                length += size or 0
+        found = (parts, n, length if known else None)
+        with self._scope_lock:
+            self._scopes[key] = (scope, found)
+            while len(self._scopes) > 8:
+                self._scopes.popitem(last=False)
+        return found
 
     def term_weights(self, tokens: Sequence[str], scope: np.ndarray | None = None
                      ) -> np.ndarray:

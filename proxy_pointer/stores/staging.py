@@ -18,7 +18,7 @@ import itertools
 import os
 import shutil
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -89,16 +89,19 @@ class DiskStaging:
     """Staged documents streamed into a segment under ``scratch`` (a folder created here
     and deleted with the segment :meth:`finish` returns, or by :meth:`abort`).
 
-    Documents must come in ascending doc id order, the row order a segment keeps.
+    Documents must come in ``order`` (doc ids; default: ascending), the row order the
+    segment keeps.
     """
 
-    def __init__(self, scratch: Path, *, dimension: int, config: VectorIndexConfig) -> None:
+    def __init__(self, scratch: Path, *, dimension: int, config: VectorIndexConfig,
+                 order: Sequence[str] | None = None) -> None:
         self.folder = scratch / f".staging-{os.getpid()}-{next(_counter)}"
         self.folder.mkdir(parents=True)
         self.dimension = dimension
         self._writer = SegmentWriter(self.folder / _SEGMENT, dimension=dimension,
                                      config=config, sources=self.folder / _SOURCES)
         self.doc_ids: list[str] = []
+        self._rank = None if order is None else {d: i for i, d in enumerate(order)}
 
     @property
     def n_rows(self) -> int:
@@ -106,11 +109,14 @@ class DiskStaging:
 
     def add(self, parts: DocumentParts) -> int:
         doc_id = parts.record.doc_id
-        if self.doc_ids and doc_id <= self.doc_ids[-1]:
+        if self.doc_ids and self._key(doc_id) <= self._key(self.doc_ids[-1]):
             raise ValueError(f"{doc_id!r} staged after {self.doc_ids[-1]!r}: documents "
-                             "must come in ascending doc id order")
+                             "must come in the staging's order")
         self.doc_ids.append(doc_id)
         return self._writer.add(parts)
+
+    def _key(self, doc_id: str) -> tuple[int, str]:
+        return (0 if self._rank is None else self._rank.get(doc_id, len(self._rank)), doc_id)
 
     def vectors(self, rows: list[int]) -> np.ndarray:
         return self._writer.vectors(rows)

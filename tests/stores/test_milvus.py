@@ -213,7 +213,7 @@ def test_interrupted_update_leaves_the_previous_version(tmp_path: Path, sample_c
 
 
 def test_large_sources_are_split_and_slice_exactly(tmp_path: Path) -> None:
-    long_line = "x" * 70_000
+    long_line = "😀" * 19_000  # 76,000 bytes: one line over a 60,000-byte part, kept whole
     body = "\n\n".join(f"Paragraph {i} " + "word " * 400 for i in range(60))
     text = f"# Big\n\n## One\n\n{body}\n\n## Two\n\n{long_line}\n\nTail é ü 漢字 end.\n"
     assert len(text.encode()) > 3 * 60_000

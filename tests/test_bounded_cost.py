@@ -1,0 +1,218 @@
+"""Hostile input costs what its size says, and nothing more.
+
+* A line longer than ``MAX_LINE_CHARS`` is wrapped when parsed (the stored copy holds the
+  wrapped text, a warning names the file), so every per-line step is bounded.
+* Tokenizing a document holds a bounded batch of encodings at a time, with the same counts.
+* The packer reads closely only the lines it could ever take (``_reach``): the same sections
+  as reading every line.
+* A file over ``MAX_FILE_BYTES`` is skipped and named; large files are read after the
+  others of a run, in memory and when staged on disk.
+
+The 20 MB one-line file itself is measured in ``benchmarks/bench_hostile.py``.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from proxy_pointer.embeddings import HashEmbedder
+from proxy_pointer.index import Index
+from proxy_pointer.ingest import Source, ingest, parse_document, run_order
+from proxy_pointer.ingest import pipeline as pipeline_module
+from proxy_pointer.parse.chunking import ChunkConfig
+from proxy_pointer.parse.tree import MAX_LINE_CHARS, split_lines, wrap_long_lines
+from proxy_pointer.search import packing
+from proxy_pointer.tokens import DocumentTokens, count_tokens_many
+
+WORDS = "the revenue of the company grew while costs fell and margins rose".split()
+
+
+def _words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def test_short_lines_are_left_as_they_are() -> None:
+    text = "# A\n\n" + "word " * 100 + "\n"
+    assert wrap_long_lines(text, 1000) == (text, ())
+    assert wrap_long_lines(text)[0] is text
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", ""])
+def test_a_long_line_is_wrapped_at_spaces_keeping_offsets(ending: str) -> None:
+    line = _words(random.Random(1), 3000)
+    text = "# A\n\n" + line + ending + "next line\n"
+    out, inserted = wrap_long_lines(text, 1000)
+    assert inserted == ()
+    assert len(out) == len(text)  # a space became the break: offsets hold
+    assert out.replace("\n", " ").replace("\r", " ") == \
+        text.replace("\n", " ").replace("\r", " ")
+    assert all(len(x.rstrip("\r\n")) <= 1000 for x in split_lines(out))
+    assert out.endswith("next line\n")
+
+
+def test_a_long_run_without_spaces_gets_inserted_breaks() -> None:
+    text = "start " + "x" * 2500 + " end\n"
+    out, inserted = wrap_long_lines(text, 1000)
+    assert out.replace("\n", "") == text.replace("\n", "")
+    assert len(out) == len(text) + len(inserted) and len(inserted) == 2
+    for k, at in enumerate(inserted):  # each offset in the original text: a break before it
+        assert out[at + k] == "\n" and out[at + k + 1] == text[at]
+    assert all(len(x.rstrip("\n")) <= 1000 for x in split_lines(out))
+
+
+def test_parsing_a_long_line_wraps_the_stored_copy_and_says_so() -> None:
+    line = _words(random.Random(2), MAX_LINE_CHARS // 3)  # about 2.5 times the limit
+    text = "# Report\n\n## Body\n\n" + line + "\n"
+    parsed = parse_document(text, "r.md", "docs/r.md", None, ChunkConfig(), False)
+    assert parsed.text is not None and parsed.text != text
+    assert all(len(x) <= MAX_LINE_CHARS + 1 for x in split_lines(parsed.text))
+    assert len(parsed.warnings) == 1 and "docs/r.md" in parsed.warnings[0]
+    assert "1 line(s) over 20,000 characters" in parsed.warnings[0]
+    # the record's digest is the text read, so an unchanged file stays unchanged
+    assert parsed.record.sha256 == parse_document(text, "r.md", "docs/r.md", None,
+                                                  ChunkConfig(), False).record.sha256
+    normal = parse_document("# R\n\nshort\n", "s.md", "s.md", None, ChunkConfig(), False)
+    assert normal.text is None and normal.warnings == ()
+
+
+def test_page_starts_move_with_inserted_breaks() -> None:
+    text = "# P\n\n" + "y" * 45_000 + "\n\nPage two text.\n"
+    second = text.index("Page two")
+    parsed = parse_document(text, "p.md", "p.md", "markdown", ChunkConfig(), False,
+                            pages=(0, second))
+    assert parsed.text is not None
+    assert parsed.text[parsed.record.pages[1]:].startswith("Page two")
+
+
+def test_an_index_of_a_wrapped_file_stores_and_answers_from_the_wrapped_text(
+        tmp_path: Path) -> None:
+    line = _words(random.Random(3), 12_000)  # ~70,000 characters on one line
+    (tmp_path / "big.md").write_text("# Big\n\n## Body\n\n" + line + "\n", encoding="utf-8")
+    idx = Index(embedder=HashEmbedder(64))
+    report = idx.update([tmp_path / "big.md"])
+    assert report.added == ("big.md",) and len(report.warnings) == 1
+    stored = idx.reader.text("big.md")
+    assert max(len(x) for x in split_lines(stored)) <= MAX_LINE_CHARS + 1
+    r = idx.retrieve("margins rose", budget=300)
+    assert r.sections and r.tokens_used <= 300
+    assert all(s.text.replace("[…]", "").strip() for s in r.sections)
+    # unchanged on the next run: the digest is the file's, not the wrapped copy's
+    assert idx.update([tmp_path / "big.md"]).unchanged == ("big.md",)
+
+
+def test_tokenizing_in_bounded_batches_counts_the_same() -> None:
+    rng = random.Random(4)
+    # over 64 runs of 20,000 characters, some lines not plain ASCII
+    lines = [_words(rng, rng.randint(1, 3000)) + ("é\n" if i % 7 == 0 else "\n")
+             for i in range(420)]
+    assert sum(map(len, lines)) > 64 * 20_000
+    tokens = DocumentTokens(lines)
+    assert tokens.line_counts == count_tokens_many(lines)
+
+
+def _sections(idx: Index, question: str, budget: int) -> list[tuple[str, str]]:
+    r = idx.retrieve(question, budget=budget, k_search=20)
+    return [(s.ref, s.text) for s in r.sections]
+
+
+@pytest.mark.parametrize("budget", [300, 1000])
+def test_reading_only_reachable_lines_packs_the_same_sections(
+        monkeypatch: pytest.MonkeyPatch, budget: int) -> None:
+    rng = random.Random(5)
+    # a long section of paragraphs and long lines (5,000 characters: under _CUT_CHARS in
+    # all, which cuts only the lines of the best hits past it), one part of it on its own
+    # subject, and a pipe table
+    body = "\n\n".join(_words(rng, rng.choice([40, 40, 40, 900])) for _ in range(300))
+    body = body.replace("margins", "quarterly dividend policy", 3)
+    table = "| item | 2023 | 2022 |\n|---|---|---|\n" + "".join(
+        f"| {_words(rng, 3)} | {rng.randint(1, 999)} | {rng.randint(1, 999)} |\n"
+        for _ in range(200))
+    idx = Index(embedder=HashEmbedder(64))
+    idx.add_texts([("a.md", f"# A\n\n## Long\n\n{body}\n\n## Table\n\n{table}"),
+                   ("b.md", "# B\n\n## Other\n\n" + _words(rng, 300) + "\n")])
+    questions = ["revenue margins", "costs fell", "quarterly dividend policy", "item 2023"]
+    monkeypatch.setattr(packing, "_CUT_CHARS", 10**9)  # the cap aside: reach alone
+    reached = [_sections(idx, q, budget) for q in questions]
+    real = packing._reach
+    read = []
+
+    def everything(*args, **kwargs):
+        near = real(*args, **kwargs)
+        read.append(int(near.sum()) / max(len(near), 1))
+        near[:] = True
+        return near
+
+    monkeypatch.setattr(packing, "_reach", everything)
+    assert [_sections(idx, q, budget) for q in questions] == reached
+    assert min(read) < 1.0  # the reach did leave lines out
+
+
+def test_a_file_over_the_limit_is_skipped_and_named(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "small.md").write_text("# S\n\nSmall text here.\n", encoding="utf-8")
+    (tmp_path / "huge.md").write_text("# H\n\n" + "word " * 2000 + "\n", encoding="utf-8")
+    sources = [Source(n, str(tmp_path / n)) for n in ("huge.md", "small.md")]
+    run = ingest(sources, embedder=HashEmbedder(16), config=ChunkConfig(), workers=0,
+                 max_file_bytes=5000)
+    assert run.staged == ["small.md"]
+    assert len(run.skipped) == 1 and "huge.md" in run.skipped[0]
+    assert "over the 0.0 MB a file may hold" in run.skipped[0]
+
+
+def _files(tmp_path: Path, big: int) -> list[Path]:
+    names = {"a-large.md": big, "b.md": 2000, "c.md": 2000}
+    out = []
+    for name, size in names.items():
+        p = tmp_path / name
+        rng = random.Random(name)  # no two files alike: no ties
+        p.write_text("# T\n\n" + _words(rng, size // 6) + "\n", encoding="utf-8")
+        out.append(p)
+    return out
+
+
+def test_large_files_are_read_last(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline_module, "LARGE_FILE_BYTES", 10_000)
+    files = _files(tmp_path, 50_000)
+    sources = [Source(p.name, str(p)) for p in files]
+    assert [s.doc_id for s in run_order(sources)] == ["b.md", "c.md", "a-large.md"]
+    seen: list[int] = []
+    run = ingest(sources, embedder=HashEmbedder(16), config=ChunkConfig(), workers=0,
+                 batch_bytes=3000, progress=lambda p: seen.append(p.documents_done))
+    assert run.staged == ["b.md", "c.md", "a-large.md"]
+    assert seen == sorted(seen) and seen[-1] == 3 and 2 in seen  # the others were done first
+
+
+def test_large_files_last_when_staged_on_disk(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline_module, "LARGE_FILE_BYTES", 10_000)
+    files = _files(tmp_path, 50_000)
+    idx = Index(embedder=HashEmbedder(16))
+    idx.staging_dir = tmp_path / "scratch"  # stream into a segment, as past SPILL_BYTES
+    report = idx.update(files, root=str(tmp_path))
+    assert report.added == ("a-large.md", "b.md", "c.md")
+    # the streamed segment keeps the order read (held in memory, documents are sorted)
+    assert list(idx.reader.documents) == ["b.md", "c.md", "a-large.md"]
+    memory = Index(embedder=HashEmbedder(16))
+    memory.update(files, root=str(tmp_path))
+    q = "revenue margins"
+    assert [s.ref for s in idx.retrieve(q).sections] == [s.ref for s in memory.retrieve(q).sections]
+    saved = tmp_path / "idx"
+    idx.save(saved)
+    assert [s.ref for s in Index.load(saved, embedder=HashEmbedder(16)).retrieve(q).sections] \
+        == [s.ref for s in memory.retrieve(q).sections]
+
+
+def test_reach_leaves_out_lines_past_the_budget_from_every_hit() -> None:
+    cost = tuple([10] * 100)  # a section body of 100 lines of 10 tokens, from line 5
+    near = packing._reach([((50, 52), 1.0)], cost, [40] * 95, 5, 100, 1000)
+    on = set(map(int, near.nonzero()[0] + 5))
+    # lines within 100 tokens (10 lines) of lines 50-51, and one more after
+    assert on == set(range(40, 63))
+    # long lines past the character cap: those of the weaker hit stay whole
+    cost = tuple([500] * 20)
+    chars = [50_000] * 20  # four lines around each hit: the first hit's fill the cap
+    near = packing._reach([((2, 3), 0.9), ((15, 16), 0.5)], cost, chars, 0, 10, 100)
+    assert bool(near[2]) and not near[15]
