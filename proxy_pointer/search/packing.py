@@ -233,8 +233,7 @@ def _plan(index: Corpus, cand: Candidate, start: int, end: int, budget: int,
     # saves), a line into sentences only where it could not be taken at all.
     largest = max(_MIN_WINDOW // 2, section_cap - p.head - 2 * ell)  # tokens of one unit
     lines = index.tree(cand.doc_id).lines
-    near = _reach(list(zip(_spans(index, cand), cand.row_scores, strict=True)), cost,
-                  [len(line) for line in lines[p.lo:end]], p.lo, budget, largest)
+    near = None  # worked out once a block is too big to be one unit (see _reach)
     for i, j in paragraphs([cost[x] == 0 for x in range(p.lo, end)]):
         i, j = p.lo + i, p.lo + j
         size = sum(cost[i:j])
@@ -242,6 +241,9 @@ def _plan(index: Corpus, cand: Candidate, start: int, end: int, budget: int,
             p.units.append((i, j, None, None))
             p.costs.append(size)
             continue
+        if near is None:
+            near = _reach(list(zip(_spans(index, cand), cand.row_scores, strict=True)), cost,
+                          [len(line) for line in lines[p.lo:end]], p.lo, budget, largest)
         # Out of reach, a block is tiled by its lines as they are (never taken either way)
         reached = bool(near[i - p.lo:j - p.lo].any())
         layout = (table_layout(lines[i:j]) if j - i > 2 and reached

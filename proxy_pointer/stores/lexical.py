@@ -162,6 +162,7 @@ class LexicalIndex:
         #: each row's length in terms (``None``: an index saved before lengths were kept)
         self.lengths = lengths
         self._masks: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._avg: float | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -237,9 +238,13 @@ class LexicalIndex:
         part = self.lengths if rows is None else self.lengths[np.asarray(rows, np.int64)]
         return int(np.sum(part, dtype=np.int64))
 
-    def scores(self, tokens: Sequence[str], stats: TermStats | None = None) -> np.ndarray:
+    def scores(self, tokens: Sequence[str], stats: TermStats | None = None,
+               only: np.ndarray | None = None) -> np.ndarray:
         """BM25 score of every row for ``tokens``, under ``stats`` (``None``: this index's
         own, the scores as stored).
+
+        ``only`` (a mask over the rows) leaves every other row at 0 under other statistics,
+        which spares scoring rows a search cannot return again.
 
         Under other statistics each stored score gives back the term's count in the row
         (the stored score is ``idf * tf / (tf + norm)`` with this index's IDF and mean
@@ -253,9 +258,14 @@ class LexicalIndex:
         if stats is not None:
             own_idf = idf(self.doc_freqs(tokens), self.n_rows)
             if self.lengths is not None and stats.avg_length is not None:
-                own_avg = float(np.mean(self.lengths)) if self.n_rows else 0.0
+                if self._avg is None:  # as bm25s: the mean of every row's length
+                    self._avg = float(np.mean(self.lengths))
+                own_avg = self._avg
         for i, t in enumerate(tokens):
             rows, data = self._postings(t)
+            if only is not None and stats is not None:  # score again only rows wanted
+                keep = only[rows]
+                rows, data = rows[keep], np.asarray(data)[keep]
             if not len(rows):
                 continue
             part: np.ndarray = np.asarray(data, np.float32)
@@ -279,7 +289,11 @@ class LexicalIndex:
             ) -> list[tuple[int, float]]:
         """The best ``k`` rows for ``tokens`` (under ``stats`` as in :meth:`scores`), within
         ``rows`` when given, never one of ``exclude``: ``[(row, score)]``, best first."""
-        scores = self.scores(tokens, stats)
+        only = None
+        if rows is not None and stats is not None:
+            only = np.zeros(self.n_rows, bool)
+            only[np.asarray(rows, np.int64)] = True
+        scores = self.scores(tokens, stats, only)
         if exclude is not None and len(exclude):
             scores[np.asarray(exclude, np.int64)] = 0.0
         return top_rows(scores, k, rows)
