@@ -441,8 +441,11 @@ def run_store(kind: str, *, cycles: int, readers: int, seed: int, work: Path,
         if killed_at is None:
             if rc != 0 or not finished:
                 counts["writer_errors"] += 1
+                # the work folder may be temporary: the end of the shared log goes with it
+                tail = [ln for ln in stderr_log.read_text(errors="replace").splitlines()
+                        if ln.strip()][-6:] if stderr_log.exists() else []
                 problems.append(f"writer {attempts} failed (rc {rc}, last {last.get('ev')}): "
-                                f"see {stderr_log}")
+                                f"see {stderr_log}; its end: " + " | ".join(tail))
             continue
         # --- a kill: where it landed, and which cycles may be committed after it -----------
         phase = last.get("ev", "spawned")

@@ -52,7 +52,8 @@ LAYERS = [
      "embeddings", "llm.gemini", "llm.openai_compatible", "llm.factory", "llm"},
     {"stores.records", "stores.segments", "stores.base", "stores.writer", "stores.disk",
      "stores.staging", "stores.local",
-     "stores.milvus_segment", "stores.milvus_schema", "stores.milvus", "stores"},
+     "stores.milvus_search", "stores.milvus_segment", "stores.milvus_schema", "stores.milvus",
+     "stores"},
     # the request rules, and the reader retrieval is written against
     {"search.config", "search.derived", "search.corpus", "search"},
     {"search.sections"},  # the result type, read by everything above

@@ -113,7 +113,7 @@ def test_rescored_scores_equal_an_index_of_the_scoped_rows_alone(seed: int) -> N
 
 
 def test_the_streaming_writer_keeps_the_same_row_lengths(tmp_path: Path) -> None:
-    texts = _texts(random.Random(7), 40) + ["&", "-- 1 --"]
+    texts = [*_texts(random.Random(7), 40), "&", "-- 1 --"]
     built = LexicalIndex.build(texts)
     writer = LexicalWriter(tmp_path / "scratch")
     writer.add(texts[:17])

@@ -484,19 +484,12 @@ class SegmentSet:
 
     def term_stats(self, tokens: Sequence[str], scope: np.ndarray | None = None
                    ) -> TermStats | None:
-        """BM25 statistics of ``tokens`` over the live rows (of ``scope``, global rows,
-        when given): each token's IDF over those rows and, for a scope, their mean length.
-        ``None`` where each segment's own are exactly those (one segment, every row live, no
-        scope), so scores are taken as stored.
-
-        So documents a caller may not read change none of its scores and orders, and
-        deleted rows and rows of a segment no generation has committed change no one's
-        document frequencies. Without a scope each segment keeps its own mean length (all
-        the rows are the caller's to see, and scoring again under one mean would cost every
-        posting of the question's terms). What does not depend on the question (each
-        segment's rows in scope, their count and length) is worked out once per scope array
-        (a caller's view, kept by the reader).
-        """
+        """BM25 statistics of ``tokens`` over the live rows (of ``scope``, global rows):
+        each token's IDF and, for a scope, the rows' mean length (without one each segment
+        keeps its own: scoring every posting again would cost every query). ``None`` where
+        the segment's own are exactly those (one segment, all live, no scope). So hidden
+        documents change none of a caller's scores, and deleted or uncommitted rows no one's
+        document frequencies."""
         if scope is None and len(self._slots) == 1 and not len(self._slots[0].dead):
             return None
         parts, n, length = self._scoped(scope)
@@ -508,9 +501,8 @@ class SegmentSet:
 
     def _scoped(self, scope: np.ndarray | None
                 ) -> tuple[list[tuple[_Slot, np.ndarray | None]], int, int | None]:
-        """``([(slot, its local rows in scope or None for all)], rows, total length)``
-        of a scope, kept for the few scope arrays asked for most recently (by identity:
-        the cache holds each array, so an identity is never reused while kept)."""
+        """``([(slot, local rows in scope or None: all)], rows, length)`` of a scope, kept
+        for the scope arrays asked for last (by identity; the cache holds each array)."""
         key = id(scope)
         with self._scope_lock:
             if key in self._scopes:
@@ -520,15 +512,11 @@ class SegmentSet:
             parts = [(slot, slot.live) for slot in self._slots if slot.n_live]
         else:
             parts = [(slot, loc) for slot, _, loc in self._split(np.asarray(scope, np.int64))]
-        n, length = 0, 0
-        known = scope is not None  # lengths only matter to a scope (see term_stats)
-        for slot, rows in parts:
-            n += slot.segment.n_rows if rows is None else len(rows)
-            if known:
-                size = slot.segment.lexical().length(rows)
-                known = size is not None
-                length += size or 0
-        found = (parts, n, length if known else None)
+        n = sum(slot.segment.n_rows if rows is None else len(rows) for slot, rows in parts)
+        # lengths only matter to a scope (see term_stats); None where a segment lacks them
+        sizes = [slot.segment.lexical().length(rows) for slot, rows in parts] if scope is not \
+            None else [None]
+        found = (parts, n, None if None in sizes else sum(s for s in sizes if s is not None))
         with self._scope_lock:
             self._scopes[key] = (scope, found)
             while len(self._scopes) > 8:
@@ -541,16 +529,13 @@ class SegmentSet:
         if not tokens or self.n_rows == 0:
             return np.zeros(len(tokens))
         stats = self.term_stats(tokens, scope)
-        if stats is None:
-            lex = self._slots[0].segment.lexical()
-            return idf(lex.doc_freqs(tokens), lex.n_rows)
-        return stats.idf
+        lex = self._slots[0].segment.lexical()
+        return idf(lex.doc_freqs(tokens), lex.n_rows) if stats is None else stats.idf
 
     def lexical(self, question: str, k: int, rows: np.ndarray | None = None,
                 scope: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """BM25's best ``k`` live rows (of ``rows`` when given) for ``question``, under
-        the statistics of the live rows (of ``scope``: :meth:`term_stats`), so that scores
-        are comparable across segments and depend on no row outside them."""
+        """BM25's best ``k`` live rows (of ``rows``) for ``question`` under the statistics of
+        the live rows (of ``scope``: :meth:`term_stats`), comparable across segments."""
         tokens = tokenize([question])[0]
         if not tokens or self.n_rows == 0:
             return []
