@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .common import RESULTS, ROOT, WORK, environment, run_child, write_report
+from .common import RESULTS, ROOT, WORK, environment, git_state, run_child, write_report
 
 WORDS = ("the revenue of the company grew in fiscal year while costs fell and margins rose "
          "as demand for products held steady across regions").split()
@@ -118,8 +118,9 @@ def fast(big: Path, work: Path, code: Path | None) -> dict:
     built, build_peak = _child(_INDEX, big, index, code=code)
     asked, query_peak = _child(_QUERY, index, code=code)
     # the process's own high-water mark; the tree sampler's where it saw more (workers)
-    return {**built, "build_peak_mib": max(build_peak or 0, built.pop("hwm_mib")), **asked,
-            "query_peak_mib": max(query_peak or 0, asked.pop("hwm_mib"))}
+    build_hwm, query_hwm = built.pop("hwm_mib"), asked.pop("hwm_mib")
+    return {**built, "build_peak_mib": max(build_peak or 0, build_hwm), **asked,
+            "query_peak_mib": max(query_peak or 0, query_hwm)}
 
 
 def default_run(big: Path) -> dict:
@@ -152,6 +153,7 @@ def main() -> int:
         results["fast"] = fast(big, work, None)
         print("[hostile] fast", results["fast"], flush=True)
         if args.baseline:
+            results["baseline_commit"] = git_state(args.baseline).get("commit", "")[:7]
             results["fast_baseline"] = fast(big, work, args.baseline.resolve())
             print("[hostile] baseline", results["fast_baseline"], flush=True)
         if not args.skip_default:
@@ -170,7 +172,7 @@ def _markdown(r: dict, baseline: Path | None) -> list[str]:
              "second query s | query peak MiB |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     rows = [("now", r["fast"])]
     if "fast_baseline" in r:
-        rows.insert(0, (f"before ({baseline})", r["fast_baseline"]))
+        rows.insert(0, (f"before ({r.get('baseline_commit') or baseline})", r["fast_baseline"]))
     for name, f in rows:
         lines.append(f"| {name} | {f['seconds']:.1f} | {f['build_peak_mib']:.0f} | "
                      f"{f['chunks']:,} | {f['open_s']:.2f} | {f['first_query_s']:.2f} | "
