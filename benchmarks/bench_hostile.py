@@ -33,12 +33,16 @@ from .common import RESULTS, ROOT, WORK, environment, git_state, run_child, writ
 WORDS = ("the revenue of the company grew in fiscal year while costs fell and margins rose "
          "as demand for products held steady across regions").split()
 
-_INDEX = """
+# Each child script starts with this: its imports and its own memory high-water mark.
+_PRELUDE = """
 import json, sys, time
 def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
+"""
+
+_INDEX = _PRELUDE + """
 from proxy_pointer.embeddings.factory import make_embedder
 from proxy_pointer.index import Index
 t = time.perf_counter()
@@ -49,12 +53,7 @@ print(json.dumps({"seconds": time.perf_counter() - t, "chunks": len(idx.reader.c
                   "warnings": list(getattr(report, "warnings", ())), "hwm_mib": hwm()}))
 """
 
-_QUERY = """
-import json, sys, time
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
+_QUERY = _PRELUDE + """
 t = time.perf_counter()
 from proxy_pointer.embeddings.factory import make_embedder
 from proxy_pointer.index import Index
@@ -70,12 +69,7 @@ out["hwm_mib"] = hwm()
 print(json.dumps(out))
 """
 
-_DEFAULT_RUN = """
-import json, sys, time
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
+_DEFAULT_RUN = _PRELUDE + """
 from pathlib import Path
 from proxy_pointer.index import Index
 events = []
