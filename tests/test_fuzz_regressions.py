@@ -171,6 +171,16 @@ def test_bm25_array_with_a_damaged_header_is_corrupt(saved: Path) -> None:
         _open_and_search(saved)
 
 
+def test_row_lengths_with_a_damaged_header_are_corrupt(saved: Path) -> None:
+    """The fuzzer's crash-8f69c9db8bec: the row lengths' .npy header damaged, numpy's
+    header parser raised TokenError."""
+    for edit in (_flip(10, 0x01), _flip(8, 0x7F)):
+        _patch(saved / BM25 / "row_lengths.npy", edit)
+        with pytest.raises(IndexCorruptError, match="row lengths unreadable"):
+            _open_and_search(saved)
+        _patch(saved / BM25 / "row_lengths.npy", edit)  # undone for the next
+
+
 def test_vectors_with_a_damaged_header_length_are_corrupt(saved: Path) -> None:
     """The .npy header length cut to 12 bytes: numpy raised TokenError."""
     def edit(b: bytearray) -> bytearray:

@@ -515,8 +515,11 @@ def _load_lengths(directory: Path, n_rows: int, mmap: bool) -> np.ndarray | None
         return None
     try:
         lengths = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        raise IndexCorruptError(f"{path}: row lengths unreadable ({e})") from None
+    # numpy parses a .npy header as a Python literal: damage surfaces as any of these
+    except (OSError, ValueError, EOFError, TypeError, SyntaxError, RecursionError,
+            TokenError) as e:
+        raise IndexCorruptError(f"{path}: row lengths unreadable "
+                                f"({type(e).__name__}: {e})") from None
     if lengths.shape != (n_rows,) or lengths.dtype.kind not in "iu":
         raise IndexCorruptError(f"{path}: row lengths of shape {lengths.shape} and type "
                                 f"{lengths.dtype}, the index has {n_rows} chunks")
