@@ -25,7 +25,9 @@ engine embedded in a local file, one process at a time) or a server or cluster
     (an object store behind fsspec would need a second set of credentials and a second
     system to keep consistent).
 ``NAME_terms``
-    Per segment, each BM25 term's document frequency (term weights for packing).
+    Per segment, each BM25 term's document frequency, and under the term ``" "`` (which no
+    text has) the segment's total length in terms: the statistics its BM25 scores use
+    (:class:`~.milvus_search.MilvusLexical`), and term weights for packing.
 ``NAME_gen_000007``
     One small collection per generation: its manifest (the local store's, with each
     segment's name, row count and deleted documents), in parts.
