@@ -11,6 +11,7 @@ Another backend is a new module with a class that satisfies :class:`Executor`.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -248,6 +249,11 @@ def _start_pool(workers: int) -> ProcessPoolExecutor:
     with an explicit ``workers``) they are spawned: scripts then need the ``__main__`` guard.
     """
     method = "fork" if sys.platform.startswith("linux") else "spawn"
+    # Garbage the caller has not collected yet (an ONNX Runtime session of an embedder it
+    # dropped) would be finalized in a forked worker, whose copies of that runtime's
+    # threads do not exist: its destructor waits on them forever (a random-order test run
+    # hung so). It is collected here, where they live; workers freeze what they inherit.
+    gc.collect()
     pool = ProcessPoolExecutor(max_workers=workers,
                                mp_context=multiprocessing.get_context(method),
                                initializer=_worker_init, initargs=(os.getpid(),))
@@ -256,6 +262,7 @@ def _start_pool(workers: int) -> ProcessPoolExecutor:
 
 
 def _worker_init(parent: int) -> None:
+    gc.freeze()  # never finalize the parent's objects here (see _start_pool)
     # Ctrl-C reaches the whole process group: the parent handles it and shuts the pool
     # down; workers dying on it would only print tracebacks.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
