@@ -222,17 +222,17 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
                           "executor its workers instead")
     run = _Run(embedder, encoding, stored_sha256 or {}, stored_vectors, progress,
                time.perf_counter() if started is None else started,
-               MemoryStaging(embedder.dimension) if staging is None else staging)
-    sources = run_order(sources)
-    run.max_file_bytes = max_file_bytes
-    batches = _plan(sources, batch_bytes)
+               MemoryStaging(embedder.dimension) if staging is None else staging,
+               max_file_bytes)
+    sized = _sized(sources)  # in run_order, each file's size read once
+    batches = _plan(sized, batch_bytes)
     run.total_docs = len(sources)
     run.total_bytes = sum(size for batch in batches for _, size in batch)
     job = Job(embedder, config, recover_headings, index_llm)
     with executor.start(job, batches=len(batches)) as pool:
         wanted = pool.batch_bytes(batch_bytes, run.total_bytes)
         if wanted != batch_bytes:
-            batches = _plan(sources, wanted)
+            batches = _plan(sized, wanted)
         # Submitted batches, oldest first: (read documents, their stored vectors, the
         # batch's documents and bytes, the executor's handle).
         flight: deque[tuple[list[ReadDocument], list[tuple[str, np.ndarray]], int, int,
@@ -269,9 +269,14 @@ def run_order(sources: Sequence[Source]) -> list[Source]:
     """``sources`` in the order a run reads, parses, embeds and stages them: those of at
     most :data:`LARGE_FILE_BYTES` as given, then the larger ones as given, so that a huge
     file holds up no other (a segment's rows follow this order)."""
-    sizes = [_size(s) for s in sources]
-    return ([s for s, n in zip(sources, sizes, strict=True) if n <= LARGE_FILE_BYTES]
-            + [s for s, n in zip(sources, sizes, strict=True) if n > LARGE_FILE_BYTES])
+    return [src for src, _ in _sized(sources)]
+
+
+def _sized(sources: Sequence[Source]) -> list[tuple[Source, int]]:
+    """``(source, size)`` in :func:`run_order`."""
+    sized = [(s, _size(s)) for s in sources]
+    return ([x for x in sized if x[1] <= LARGE_FILE_BYTES]
+            + [x for x in sized if x[1] > LARGE_FILE_BYTES])
 
 
 def source_bytes(sources: Sequence[Source]) -> int:
@@ -279,13 +284,13 @@ def source_bytes(sources: Sequence[Source]) -> int:
     return sum(_size(s) for s in sources)
 
 
-def _plan(sources: Sequence[Source], batch_bytes: int) -> list[list[tuple[Source, int]]]:
+def _plan(sized: Sequence[tuple[Source, int]], batch_bytes: int
+          ) -> list[list[tuple[Source, int]]]:
     """Consecutive batches of ``(source, size)``."""
     batches: list[list[tuple[Source, int]]] = []
     batch: list[tuple[Source, int]] = []
     total = 0
-    for src in sources:
-        size = _size(src)
+    for src, size in sized:
         if batch and (total + size > batch_bytes or len(batch) >= DEFAULT_BATCH_FILES):
             batches.append(batch)
             batch, total = [], 0
@@ -302,7 +307,7 @@ class _Run:
     def __init__(self, embedder: Embedder, encoding: str, stored_sha256: Mapping[str, str],
                  stored_vectors: Callable[[str], Iterable[tuple[str, np.ndarray]]] | None,
                  progress: Callable[[IngestProgress], None] | None, started: float,
-                 staging: Staging) -> None:
+                 staging: Staging, max_file_bytes: int = MAX_FILE_BYTES) -> None:
         self.embedder, self.encoding = embedder, encoding
         self.stored_sha256, self.stored_vectors = stored_sha256, stored_vectors
         self.progress, self.started = progress, started
@@ -314,7 +319,7 @@ class _Run:
         # text, so a million distinct chunks cost tens of megabytes here)
         self.fresh: dict[bytes, int] = {}
         self.total_docs = self.total_bytes = 0
-        self.max_file_bytes = MAX_FILE_BYTES
+        self.max_file_bytes = max_file_bytes
         self.docs_done = self.bytes_done = self.chunks_done = 0
 
     def report(self, bytes_done: int | None = None) -> None:

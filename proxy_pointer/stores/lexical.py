@@ -28,14 +28,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from tokenize import TokenError
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ..errors import IndexCorruptError
 
-__all__ = ["K1", "B", "LexicalIndex", "LexicalSearch", "LexicalWriter", "TermStats", "bm25",
-           "idf", "terms", "tokenize", "top_rows"]
+__all__ = ["K1", "B", "LexicalIndex", "LexicalSearch", "LexicalWriter", "TermStats", "ViewCache",
+           "bm25", "idf", "terms", "tokenize", "top_rows"]
 
 #: BM25's parameters (bm25s' defaults; Milvus's BM25 index is built with the same).
 K1, B = 1.5, 0.75
@@ -94,6 +94,34 @@ def bm25(tf: np.ndarray, lengths: np.ndarray, idf_: np.ndarray | float, avg: flo
     tf = np.asarray(tf, np.float64)
     norm = K1 * ((1 - B) + B * np.asarray(lengths, np.float64) / max(avg, 1e-9))
     return np.asarray(idf_, np.float64) * tf / (tf + norm)
+
+
+_T = TypeVar("_T")
+
+
+class ViewCache:
+    """What was worked out from a row array (a caller's view, its rows in one segment),
+    kept for the ``size`` arrays asked for last. Keyed by the array's identity, so a
+    question costs no hashing of a large array; each array is held while kept, so an
+    identity is never reused meanwhile. Thread-safe."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[int, tuple[object, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, rows: object, make: Callable[[], _T]) -> _T:
+        with self._lock:
+            hit = self._items.get(id(rows))
+            if hit is not None:
+                self._items.move_to_end(id(rows))
+                return hit[1]
+        value = make()
+        with self._lock:
+            self._items[id(rows)] = (rows, value)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return value
 
 
 @dataclass(frozen=True)
@@ -161,9 +189,8 @@ class LexicalIndex:
         self.source = source  # the folder it was loaded from, for errors
         #: each row's length in terms (``None``: an index saved before lengths were kept)
         self.lengths = lengths
-        self._masks: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._masks = ViewCache(4)  # a caller's view as a mask (see doc_freqs)
         self._avg: float | None = None
-        self._lock = threading.Lock()
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> LexicalIndex:
@@ -187,13 +214,13 @@ class LexicalIndex:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         s = self._model.scores
         lo, hi = int(s["indptr"][tid]), int(s["indptr"][tid + 1])
-        rows = np.asarray(s["indices"][lo:hi])
-        if len(rows) and (int(rows.max()) >= self.n_rows or int(rows.min()) < 0):
-            # checking every posting on load would read them all
-            raise IndexCorruptError(
-                f"{self.source or 'BM25 index'}: damaged, postings of {token!r} name rows "
-                f"past its {self.n_rows}")
-        return rows, np.asarray(s["data"][lo:hi])
+        return np.asarray(s["indices"][lo:hi]), np.asarray(s["data"][lo:hi])
+
+    def _damaged(self, token: str) -> IndexCorruptError:
+        """The error for postings of ``token`` naming rows past the index, found where they
+        are used (checking every posting on load would read them all)."""
+        return IndexCorruptError(f"{self.source or 'BM25 index'}: damaged, postings of "
+                                 f"{token!r} name rows past its {self.n_rows}")
 
     def doc_freqs(self, tokens: Sequence[str], rows: np.ndarray | None = None
                   ) -> np.ndarray:
@@ -206,7 +233,10 @@ class LexicalIndex:
         vocab, indptr = self._model.vocab_dict, self._model.scores["indptr"]
         for i, t in enumerate(tokens):
             if mask is not None:
-                out[i] = int(np.count_nonzero(mask[self._postings(t)[0]]))
+                try:
+                    out[i] = int(np.count_nonzero(mask[self._postings(t)[0]]))
+                except IndexError:
+                    raise self._damaged(t) from None
                 continue
             tid = vocab.get(t)
             if tid is not None:
@@ -214,21 +244,13 @@ class LexicalIndex:
         return out
 
     def _mask(self, rows: np.ndarray) -> np.ndarray:
-        """``rows`` as a mask over this index's rows, kept for the few row arrays asked
-        for most recently (by identity: the cache holds each array, so an identity is
-        never reused while kept): a caller's view is masked once, not per question."""
-        key = id(rows)
-        with self._lock:
-            if key in self._masks:
-                self._masks.move_to_end(key)
-                return self._masks[key][1]
-        mask = np.zeros(self.n_rows, bool)
-        mask[np.asarray(rows, np.int64)] = True
-        with self._lock:
-            self._masks[key] = (rows, mask)
-            while len(self._masks) > 4:
-                self._masks.popitem(last=False)
-        return mask
+        """``rows`` as a mask over this index's rows, made once per view (not per
+        question)."""
+        def make() -> np.ndarray:
+            mask = np.zeros(self.n_rows, bool)
+            mask[np.asarray(rows, np.int64)] = True
+            return mask
+        return self._masks.get(rows, make)
 
     def length(self, rows: np.ndarray | None = None) -> int | None:
         """Terms in all rows (in ``rows`` when given); ``None`` for an index saved before
@@ -263,25 +285,28 @@ class LexicalIndex:
                 own_avg = self._avg
         for i, t in enumerate(tokens):
             rows, data = self._postings(t)
-            if only is not None and stats is not None:  # score again only rows wanted
-                keep = only[rows]
-                rows, data = rows[keep], np.asarray(data)[keep]
-            if not len(rows):
-                continue
-            part: np.ndarray = np.asarray(data, np.float32)
-            if stats is not None and own_idf is not None:
-                new = float(stats.idf[i])
-                if own_avg is None or stats.avg_length is None or self.lengths is None:
-                    part = part * np.float32(new / own_idf[i] if own_idf[i] > 0 else 1.0)
-                else:
-                    dl = self.lengths[rows]
-                    # score / idf = tf / (tf + norm): the count back, exact once rounded
-                    ratio = np.minimum(part.astype(np.float64) / own_idf[i], 1 - 1e-9)
-                    norm = K1 * ((1 - B) + B * dl / own_avg)
-                    tf = np.maximum(np.rint(ratio * norm / (1 - ratio)), 1)
-                    part = bm25(tf, dl, new, stats.avg_length).astype(np.float32)
-            # Row ids are unique within one token's postings, so a fancy += is exact.
-            out[rows] += part
+            try:
+                if only is not None and stats is not None:  # score again only rows wanted
+                    keep = only[rows]
+                    rows, data = rows[keep], data[keep]
+                if not len(rows):
+                    continue
+                part: np.ndarray = np.asarray(data, np.float32)
+                if stats is not None and own_idf is not None:
+                    new = float(stats.idf[i])
+                    if own_avg is None or stats.avg_length is None or self.lengths is None:
+                        part = part * np.float32(new / own_idf[i] if own_idf[i] > 0 else 1.0)
+                    else:
+                        dl = self.lengths[rows]
+                        # score / idf = tf / (tf + norm): the count back, exact once rounded
+                        ratio = np.minimum(part.astype(np.float64) / own_idf[i], 1 - 1e-9)
+                        norm = K1 * ((1 - B) + B * dl / own_avg)
+                        tf = np.maximum(np.rint(ratio * norm / (1 - ratio)), 1)
+                        part = bm25(tf, dl, new, stats.avg_length).astype(np.float32)
+                # Row ids are unique within one token's postings, so a fancy += is exact.
+                out[rows] += part
+            except IndexError:
+                raise self._damaged(t) from None
         return out
 
     def top(self, tokens: Sequence[str], k: int, *, stats: TermStats | None = None,

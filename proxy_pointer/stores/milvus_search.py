@@ -14,6 +14,8 @@ import numpy as np
 from .lexical import TermStats, bm25, idf
 from .vectors import VectorIndexConfig
 
+__all__ = ["MilvusLexical", "MilvusRows", "MilvusVectors"]
+
 
 class MilvusRows(Protocol):
     """What searching a segment reads of it (a :class:`~.milvus_segment.MilvusSegment`)."""
@@ -37,8 +39,6 @@ class MilvusRows(Protocol):
     def total_length(self) -> int: ...
 
     def term_counts(self, rows: np.ndarray) -> tuple[bool, Counter[str], int]: ...
-
-__all__ = ["MilvusLexical", "MilvusVectors"]
 
 
 class MilvusVectors:
@@ -119,10 +119,10 @@ class MilvusLexical:
         if not tokens or k <= 0 or not self.n_rows or (rows is not None and len(rows) == 0):
             return []
         seg = self.segment
+        df = self.doc_freqs(tokens)
         if stats is None:
-            stats = TermStats(idf(self.doc_freqs(tokens), self.n_rows),
-                              seg.total_length() / self.n_rows)
-        holding = int(self.doc_freqs(tokens).sum())
+            stats = TermStats(idf(df, self.n_rows), seg.total_length() / self.n_rows)
+        holding = int(df.sum())
         limit = holding if holding <= self.EXACT_ROWS else max(4 * k, 1024)
         # Milvus Lite reports BM25 as a negated distance, a server as a score; only the
         # rows are used.

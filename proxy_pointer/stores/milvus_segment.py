@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import ConfigError, DocumentError, IndexCorruptError, ProxyPointerError, StoreError
 from ..parse.chunking import Chunk
 from ..parse.tree import Tree
+from .lexical import ViewCache
 from .milvus_search import MilvusLexical, MilvusVectors
 from .records import DocumentRecord
 from .segments import DocumentParts, Pointer, remember
@@ -249,7 +250,7 @@ class MilvusSegment:
         self._text_chars = 0
         self._filter = f"segment == {quote(name)}"
         self._length: int | None = None
-        self._counts: OrderedDict[bytes, tuple[bool, Counter[str], int]] = OrderedDict()
+        self._counts = ViewCache(8)  # a caller's view's term counts: term_counts
 
     def __repr__(self) -> str:
         return f"MilvusSegment({self.conn.location!r}, {self.name!r}, rows={self._rows})"
@@ -450,29 +451,22 @@ class MilvusSegment:
         return self._length
 
     def term_counts(self, rows: np.ndarray) -> tuple[bool, Counter[str], int]:
-        """Document frequencies and total length over ``rows`` or over the segment's other
-        rows, whichever are fewer: ``(inside, df, length)``, ``inside`` when over ``rows``.
-        Kept for the few row sets asked for most recently (a caller's view)."""
-        rows = np.unique(np.asarray(rows, np.int64))
-        key = rows.tobytes()
-        with self._lock:
-            if key in self._counts:
-                self._counts.move_to_end(key)
-                return self._counts[key]
-        inside = 2 * len(rows) <= self._rows
-        side = rows if inside else np.setdiff1d(np.arange(self._rows), rows,
-                                                assume_unique=True)
-        df: Counter[str] = Counter()
-        length = 0
-        for lo in range(0, len(side), _IN_LIST):
-            for words in self.terms_of(side[lo:lo + _IN_LIST].tolist()):
-                df.update(set(words))
-                length += len(words)
-        with self._lock:
-            self._counts[key] = (inside, df, length)
-            while len(self._counts) > 8:
-                self._counts.popitem(last=False)
-        return inside, df, length
+        """Document frequencies and total length over ``rows`` (sorted local rows) or
+        over the segment's other rows, whichever are fewer: ``(inside, df, length)``,
+        ``inside`` when over ``rows``. Made once per row array (a caller's view)."""
+        def make() -> tuple[bool, Counter[str], int]:
+            local = np.asarray(rows, np.int64)
+            inside = 2 * len(local) <= self._rows
+            side = local if inside else np.setdiff1d(np.arange(self._rows), local,
+                                                     assume_unique=True)
+            df: Counter[str] = Counter()
+            length = 0
+            for lo in range(0, len(side), _IN_LIST):
+                for words in self.terms_of(side[lo:lo + _IN_LIST].tolist()):
+                    df.update(set(words))
+                    length += len(words)
+            return inside, df, length
+        return self._counts.get(rows, make)
 
     def vector_index(self, config: VectorIndexConfig) -> MilvusVectors:
         return MilvusVectors(self, config)

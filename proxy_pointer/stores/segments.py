@@ -18,7 +18,6 @@ so a small new segment ranks like the rest of the index.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ import numpy as np
 
 from ..parse.chunking import Chunk
 from ..parse.tree import Tree, normalize_title
-from .lexical import LexicalIndex, LexicalSearch, TermStats, idf, tokenize
+from .lexical import LexicalIndex, LexicalSearch, TermStats, ViewCache, idf, tokenize
 from .records import DocumentRecord
 from .vectors import VectorIndex, VectorIndexConfig, VectorSearch
 
@@ -288,9 +287,7 @@ class SegmentSet:
             offset += slot.n_live
         self._starts = np.asarray([s.offset for s in self._slots], np.int64)
         self.n_rows = offset
-        # scope array id -> (the array, its per-segment rows, count, length): see _scoped
-        self._scopes: OrderedDict[int, tuple[np.ndarray | None, Any]] = OrderedDict()
-        self._scope_lock = threading.Lock()
+        self._scopes = ViewCache(8)  # a scope's per-segment rows, count, length: _scoped
 
     # --- structure ----------------------------------------------------------------------
     @property
@@ -501,27 +498,19 @@ class SegmentSet:
 
     def _scoped(self, scope: np.ndarray | None
                 ) -> tuple[list[tuple[_Slot, np.ndarray | None]], int, int | None]:
-        """``([(slot, local rows in scope or None: all)], rows, length)`` of a scope, kept
-        for the scope arrays asked for last (by identity; the cache holds each array)."""
-        key = id(scope)
-        with self._scope_lock:
-            if key in self._scopes:
-                self._scopes.move_to_end(key)
-                return self._scopes[key][1]
-        if scope is None:
-            parts = [(slot, slot.live) for slot in self._slots if slot.n_live]
-        else:
-            parts = [(slot, loc) for slot, _, loc in self._split(np.asarray(scope, np.int64))]
-        n = sum(slot.segment.n_rows if rows is None else len(rows) for slot, rows in parts)
-        # lengths only matter to a scope (see term_stats); None where a segment lacks them
-        sizes = [slot.segment.lexical().length(rows) for slot, rows in parts] if scope is not \
-            None else [None]
-        found = (parts, n, None if None in sizes else sum(s for s in sizes if s is not None))
-        with self._scope_lock:
-            self._scopes[key] = (scope, found)
-            while len(self._scopes) > 8:
-                self._scopes.popitem(last=False)
-        return found
+        """``([(slot, local rows in scope or None: all)], rows, length)`` of a scope, made
+        once per scope array (a caller's view, kept by the reader)."""
+        def make() -> tuple[list[tuple[_Slot, np.ndarray | None]], int, int | None]:
+            if scope is None:
+                parts = [(slot, slot.live) for slot in self._slots if slot.n_live]
+            else:
+                parts = [(slot, loc) for slot, _, loc in self._split(np.asarray(scope, np.int64))]
+            n = sum(slot.segment.n_rows if rows is None else len(rows) for slot, rows in parts)
+            # lengths only matter to a scope (see term_stats); None where a segment lacks them
+            sizes = [slot.segment.lexical().length(rows) for slot, rows in parts] \
+                if scope is not None else [None]
+            return parts, n, None if None in sizes else sum(s for s in sizes if s is not None)
+        return self._scopes.get(scope, make)
 
     def term_weights(self, tokens: Sequence[str], scope: np.ndarray | None = None
                      ) -> np.ndarray:
