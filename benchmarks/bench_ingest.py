@@ -25,6 +25,18 @@ it is once per machine.
     python -m benchmarks.bench_ingest --dataset ../shared/data/qasper-dev \
         --quality-dataset ../shared/data/finance-10k
     python -m benchmarks.bench_ingest --quick --out-dir /tmp/ingest-smoke   # seconds
+
+* **Baseline** (``--baseline DIR``, a checkout of an older commit, e.g. a git worktree): its
+  ``default`` mode is timed in the same run, by that checkout's own code, as mode
+  ``baseline``, and scored by its own ``run_benchmark`` (``--baseline-cache``: a warm cache
+  of its own vectors, else its throughput run's). Issue 38's target: ``default`` at least 3x
+  the baseline's chunks/s, any-hit no lower anywhere.
+* **What is embedded** (:mod:`benchmarks.ingest_profile`, on this checkout and the
+  baseline's): chunks, distinct texts and word pieces per page, split into breadcrumbs,
+  table rows and the rest.
+
+Quality runs on ``--quality-dataset`` use ``--quality-cache``/``<mode>``: modes that share a
+``model_id`` (``default``, ``fp32``, ``bf16``) must not read each other's vectors.
 """
 
 from __future__ import annotations
@@ -41,11 +53,13 @@ from pathlib import Path
 from typing import Any
 
 from .common import (
+    BENCH,
     CACHE,
     RESULTS,
     ROOT,
     bench_command,
     environment,
+    git_state,
     peak_rss_mib,
     run_child,
     status_mib,
@@ -55,6 +69,8 @@ from .common import (
 MODES = {
     "today": "minilm-torch",
     "default": "minilm",
+    "fp32": "minilm-fp32",
+    "bf16": "minilm-bf16",
     "int8": "minilm-int8",
     "fast": "fast",
     "hash": "hash:384",
@@ -76,7 +92,7 @@ def make_mode(mode: str):
     from proxy_pointer.embeddings import SentenceTransformerEmbedder, make_embedder
 
     if mode == "today":
-        return SentenceTransformerEmbedder(backend="torch", batch_size=32)
+        return SentenceTransformerEmbedder(backend="torch", batch_size=32, precision="fp32")
     return make_embedder(MODES[mode])
 
 
@@ -175,15 +191,26 @@ def child(args: argparse.Namespace) -> None:
     }))
 
 
-def index_in_child(mode: str, docs: Path, work: Path, tag: str = "") -> dict:
-    """One timed indexing run of ``mode`` on ``docs`` in a fresh child process; its row."""
-    name = f"{mode}-{docs.name}{tag}"
+def _code(tree: Path | None) -> dict[str, Any]:
+    """``run_child`` options that run a ``benchmarks`` command with ``tree``'s code."""
+    if tree is None:
+        return {}
+    return {"cwd": tree, "env": {**os.environ, "PYTHONPATH": str(tree)}}
+
+
+def index_in_child(mode: str, docs: Path, work: Path, tag: str = "",
+                   tree: Path | None = None) -> dict:
+    """One timed indexing run of ``mode`` on ``docs`` in a fresh child process; its row.
+    ``tree``: another checkout whose code runs it (its ``default`` mode, named ``baseline``)."""
+    name = f"{'baseline' if tree else mode}-{docs.name}{tag}"
     cache, index = work / f"cache-{name}", work / f"index-{name}"
     shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(index, ignore_errors=True)
     done = run_child(bench_command("bench_ingest", "--child", mode, "--docs", docs,
-                                   "--cache", cache, "--index", index))
+                                   "--cache", cache, "--index", index), **_code(tree))
     row = done.json()
+    if tree is not None:
+        row["mode"] = "baseline"
     row["cache"] = str(cache)
     # resource's ru_maxrss over the whole waited-for tree (an upper bound: see TreePeak).
     row["tree_peak_rss_mib"] = done.peak_rss_mib
@@ -208,13 +235,22 @@ def copies(docs: Path, n: int, work: Path) -> Path:
     return target
 
 
-def quality(dataset: Path, mode: str, cache: str, scopes: list[str], work: Path) -> dict:
+def profile(docs: Path, tree: Path | None = None) -> dict:
+    """:mod:`benchmarks.ingest_profile` of ``docs`` with ``tree``'s library (default: this)."""
+    env = {**os.environ, "PYTHONPATH": str(tree or ROOT)}
+    return run_child([sys.executable, BENCH / "ingest_profile.py", docs], env=env,
+                     cwd=tree or ROOT).json()
+
+
+def quality(dataset: Path, mode: str, cache: str, scopes: list[str], work: Path,
+            tree: Path | None = None) -> dict:
+    """Any-hit % per scope and budget of ``mode`` (``baseline``: ``tree``'s default)."""
     name = f"{dataset.name}-{mode}"
-    spec = MODES[mode]
+    spec = MODES["default" if mode == "baseline" else mode]
     run_child(bench_command(
         "run_benchmark", "--dataset", dataset, "--methods", "proxy-pointer", "--embedder", spec,
         "--cache-dir", cache, "--scope", *scopes, "--no-memory", "--name", name,
-        "--out-dir", work))
+        "--out-dir", work), **_code(tree))
     data = json.loads((work / f"{name}.json").read_text())
     scopes_out = data["methods"]["proxy-pointer"]["scopes"]
     return {scope: {b: round(100 * v["any_hit"], 1)
@@ -242,11 +278,16 @@ def _largest(row: dict) -> float:
     return row.get("largest_rss_mib") or row["peak_rss_mib"]
 
 
-def _any2000(results: dict, dataset: str, scope: str, mode: str) -> float | None:
+def _hits(results: dict, dataset: str, scope: str, mode: str) -> dict[str, float] | None:
     for q in results.get("quality", []):
         if q["dataset"] == dataset and q["mode"] == mode and scope in q["any_hit"]:
-            return q["any_hit"][scope].get("2000")
+            return q["any_hit"][scope]
     return None
+
+
+def _any2000(results: dict, dataset: str, scope: str, mode: str) -> float | None:
+    hits = _hits(results, dataset, scope, mode)
+    return None if hits is None else hits.get("2000")
 
 
 def targets(results: dict) -> list[str]:
@@ -256,6 +297,20 @@ def targets(results: dict) -> list[str]:
 
     lines = []
     rows = {r["mode"]: r for r in results["throughput"]}
+    if "baseline" in rows and "default" in rows:
+        x = rows["baseline"]["seconds"] / rows["default"]["seconds"]
+        lines.append(f"- Default indexes the folder >= 3x faster than the baseline (issue 38): "
+                     f"{verdict(x >= 3)}, {x:.2f}x ({rows['baseline']['seconds']:.0f} s -> "
+                     f"{rows['default']['seconds']:.0f} s).")
+    for ds in dict.fromkeys(q["dataset"] for q in results.get("quality", [])):
+        for scope in ("per-doc", "corpus"):
+            old, new = (_hits(results, ds, scope, m) for m in ("baseline", "default"))
+            if old and new:
+                deltas = {b: new[b] - old[b] for b in old if b in new}
+                lines.append(f"- Any-hit no lower than the baseline ({ds}, {scope}; issue 38): "
+                             f"{verdict(min(deltas.values()) >= 0)}, "
+                             + " / ".join(f"{d:+.1f}" for d in deltas.values())
+                             + " at " + " / ".join(deltas) + " tokens.")
     if "today" in rows and "default" in rows:
         x = rows["default"]["chunks_per_s"] / rows["today"]["chunks_per_s"]
         lines.append(f"- Default >= 2x today's chunks/s (issue 10): {verdict(x >= 2)}, "
@@ -291,20 +346,28 @@ def _num(value: Any, fmt: str = "{:.1f}") -> str:
 def markdown(results: dict) -> list[str]:
     """The report's Markdown lines, from a results dict as :func:`main` builds it."""
     base = next((r for r in results["throughput"] if r["mode"] == "today"), None)
+    before = next((r for r in results["throughput"] if r["mode"] == "baseline"), None)
     lines = [f"# Indexing throughput, stages, memory and quality per embedder mode "
              f"({results['date']})", "",
              f"Dataset `{results['dataset']}` ({results['mb']:.2f} MB, "
              f"{results['documents']} files), end to end (read, tree, chunks, vectors, saved "
              f"index), cold embedding cache, one child process per run, {results['cpus']} "
              "cores." + (" Ratios are to `today` (PyTorch MiniLM, batch 32) in this same run."
-                         if base else ""), "",
+                         if base else "")
+             + (f" `baseline` is the default embedder of commit {results['baseline_commit']}, "
+                "run by that commit's code in this same run; x baseline compares wall times."
+                if before else ""), "",
              "| mode | embedder | seconds | MB/s | chunks/s | x today (chunks/s) | "
-             "peak RSS MiB (child / largest worker) |", "|---|---|---|---|---|---|---|"]
+             "x baseline (time) | peak RSS MiB (child / largest worker) |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in results["throughput"]:
         ratio = f"{r['chunks_per_s'] / base['chunks_per_s']:.2f}" if base else "n/a"
+        speedup = f"{before['seconds'] / r['seconds']:.2f}" if before else "n/a"
+        spec = (f"minilm @ {results['baseline_commit']}" if r["mode"] == "baseline"
+                else MODES.get(r["mode"], r["mode"]))
         lines.append(
-            f"| {r['mode']} | `{MODES.get(r['mode'], r['mode'])}` | {r['seconds']:.1f} | "
-            f"{r['mb_per_s']:.3f} | {r['chunks_per_s']:.1f} | {ratio} | "
+            f"| {r['mode']} | `{spec}` | {r['seconds']:.1f} | "
+            f"{r['mb_per_s']:.3f} | {r['chunks_per_s']:.1f} | {ratio} | {speedup} | "
             f"{r['peak_rss_mib']:.0f} / {_num(r.get('workers_peak_rss_mib'), '{:.0f}')} |")
     lines += ["", "Stages (seconds, `UpdateReport.timings`; read, convert, tree, tokenize and "
               "chunking are summed over the parse workers, so they can exceed the wall time; "
@@ -317,6 +380,18 @@ def markdown(results: dict) -> list[str]:
         lines.append(f"| {r['mode']} | " + " | ".join(f"{t.get(s, 0.0):.2f}" for s in STAGES)
                      + " | " + " | ".join(_num(c.get(k, r.get(k)), "{}") for k in COUNTS)
                      + " |")
+    if results.get("profile"):
+        lines += ["", "What is embedded, per page (`benchmarks/ingest_profile.py`: the default "
+                  "chunk config; word pieces as the model reads them, split into breadcrumbs, "
+                  "table rows and the rest):", "",
+                  "| code | pages | chunks | embedded texts | word pieces | breadcrumb | "
+                  "table rows | other |", "|---|---|---|---|---|---|---|---|"]
+        for code, pr in results["profile"].items():
+            pp = pr["per_page"]
+            lines.append(f"| {code} | {pr['pages']} | {pp['chunks']:.2f} | "
+                         f"{pp['embedded texts']:.2f} | {pp['word pieces']:.0f} | "
+                         f"{pp['breadcrumb']:.0f} | {pp['table rows']:.0f} | "
+                         f"{pp['other']:.0f} |")
     verdicts = memory_verdicts(results)
     if results.get("memory"):
         lines += ["", "Peak RSS against the number of files (the same texts at each copies "
@@ -379,6 +454,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--quality-cache", default=str(CACHE),
                    help="embedding cache for --quality-dataset runs")
     p.add_argument("--no-quality", action="store_true")
+    p.add_argument("--quality-scopes", nargs="+", default=["per-doc"],
+                   choices=["per-doc", "corpus"], help="scopes scored on --dataset")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="a checkout of an older commit: its default mode timed and scored too")
+    p.add_argument("--baseline-cache", default=None,
+                   help="a warm embedding cache of the baseline's own vectors, for its quality")
+    p.add_argument("--no-profile", action="store_true", help="skip the per-page profile")
     p.add_argument("--work", default=None, help="scratch folder (default: a temp dir)")
     p.add_argument("--out-dir", default=str(RESULTS))
     p.add_argument("--name", default="ingest", help="output file stem")
@@ -416,8 +498,19 @@ def main(argv: list[str] | None = None) -> None:
         "copies": n_copies, "quality": [], "quick": quick, "environment": env,
         "memory_target": {"ratio": MEMORY_RATIO, "mib": MEMORY_MIB},
     }
-    for mode in modes:
-        row = index_in_child(mode, docs, work)
+    tree = args.baseline.resolve() if args.baseline else None
+    if tree is not None:
+        results["baseline_commit"] = (git_state(tree).get("commit") or "")[:7] or str(tree)
+    if not args.no_profile:
+        codes = {f"baseline ({results['baseline_commit']})": tree} if tree else {}
+        results["profile"] = {name: profile(docs, code)
+                              for name, code in {**codes, "this": None}.items()}
+        print(results["profile"], flush=True)
+    runs: list[tuple[str, Path | None]] = ([("default", tree)] if tree else []) + [
+        (mode, None) for mode in modes]
+    for mode, code in runs:
+        row = index_in_child(mode, docs, work, tree=code)
+        mode = row["mode"]
         print(f"{mode}: {row['seconds']:.1f}s {row['mb_per_s']:.3f} MB/s "
               f"{row['chunks_per_s']:.1f} chunks/s rss {row['largest_rss_mib']:.0f} MiB",
               flush=True)
@@ -433,19 +526,23 @@ def main(argv: list[str] | None = None) -> None:
         results["memory"][mode] = rows
     if not args.no_quality and (dataset / "questions.jsonl").exists():
         for row in results["throughput"]:
+            code = tree if row["mode"] == "baseline" else None
+            cache = (args.baseline_cache if code and args.baseline_cache else row["cache"])
             results["quality"].append({"dataset": dataset.name, "mode": row["mode"], "any_hit":
-                                       quality(dataset, row["mode"], row["cache"], ["per-doc"],
-                                               work)})
+                                       quality(dataset, row["mode"], str(Path(cache).resolve()),
+                                               args.quality_scopes, work, code)})
             print(results["quality"][-1], flush=True)
         for extra in args.quality_dataset:
-            for mode in modes:
-                if mode == "today":
-                    continue  # same model_id as default: the shared cache would not tell them apart
+            for mode, code in runs:
+                name = "baseline" if code else mode
+                if name == "today":
+                    continue  # default's vectors on another backend: scored by default
+                cache = (Path(args.baseline_cache) if code and args.baseline_cache
+                         else Path(args.quality_cache) / name)
                 results["quality"].append({
-                    "dataset": Path(extra).name, "mode": mode,
-                    "any_hit": quality(Path(extra).resolve(), mode,
-                                       str(Path(args.quality_cache).resolve()),
-                                       ["per-doc", "corpus"], work)})
+                    "dataset": Path(extra).name, "mode": name,
+                    "any_hit": quality(Path(extra).resolve(), name, str(cache.resolve()),
+                                       ["per-doc", "corpus"], work, code)})
                 print(results["quality"][-1], flush=True)
     print("\n".join(write(results, Path(args.out_dir), args.name)))
 

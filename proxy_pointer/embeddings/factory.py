@@ -64,7 +64,17 @@ def _minilm_torch(arg: str, spec: str) -> Embedder:
     from .sentence_transformers import SentenceTransformerEmbedder
 
     _no_argument(arg, spec)
-    return SentenceTransformerEmbedder(backend="torch")
+    return SentenceTransformerEmbedder(backend="torch", precision="fp32")
+
+
+def _minilm_precision(precision: str) -> Callable[[str, str], Embedder]:
+    def build(arg: str, spec: str) -> Embedder:
+        from .sentence_transformers import SentenceTransformerEmbedder
+
+        _no_argument(arg, spec)
+        return SentenceTransformerEmbedder(precision=precision)
+
+    return build
 
 
 def _minilm_int8(arg: str, spec: str) -> Embedder:
@@ -123,6 +133,8 @@ def _hash(arg: str, spec: str) -> Embedder:
 #: Every kind of spec, in the order help lists them.
 KINDS: tuple[EmbedderKind, ...] = (
     EmbedderKind(("minilm", "default"), "minilm (default)", _minilm),
+    EmbedderKind(("minilm-fp32",), "minilm-fp32", _minilm_precision("fp32")),
+    EmbedderKind(("minilm-bf16",), "minilm-bf16", _minilm_precision("bf16")),
     EmbedderKind(("minilm-int8",), "minilm-int8", _minilm_int8),
     EmbedderKind(("minilm-torch",), "minilm-torch", _minilm_torch),
     EmbedderKind(("fast",), "fast", _fast),
@@ -150,8 +162,10 @@ def default_embedder() -> SentenceTransformerEmbedder:
 def make_embedder(spec: str) -> Embedder:
     """Build an embedder from a config string; also accepts any embedder's ``model_id``.
 
-    ``"minilm"`` / ``"default"`` - bundled all-MiniLM-L6-v2 (ONNX Runtime, PyTorch as a
-    fallback; ``"minilm-torch"`` forces PyTorch, same vectors); ``"minilm-int8"`` - the same
+    ``"minilm"`` / ``"default"`` - bundled all-MiniLM-L6-v2 (bfloat16 on PyTorch where the
+    CPU has native bfloat16, else float32 on ONNX Runtime with PyTorch as a fallback;
+    ``"minilm-fp32"`` / ``"minilm-bf16"`` force a precision, ``"minilm-torch"`` float32 on
+    PyTorch; all the same ``model_id``, their vectors agree); ``"minilm-int8"`` - the same
     model with int8 weights (:class:`OnnxEmbedder`, its own ``model_id``; ``"onnx-int8:..."``
     for another folder); ``"fast"`` - a static model distilled from it
     (:class:`StaticEmbedder`, ``"static:<folder>"`` for another model2vec model);

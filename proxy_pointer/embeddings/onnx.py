@@ -18,15 +18,13 @@ nothing half-written; a cached file that does not load is exported again.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
-import json
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ from .. import bundled, defaults
 from ..errors import ConfigError, EmbeddingError
 from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, normalize_rows
+from .folder import check_layout, max_seq_length, quiet_weight_loading, read_json
 
 __all__ = ["OnnxEmbedder", "onnx_available", "quiet_weight_loading"]
 
@@ -48,56 +47,6 @@ def onnx_available() -> bool:
     """Whether ONNX Runtime is installed (it is a core dependency; this guards odd installs,
     where the default embedder falls back to PyTorch). Looks it up without importing it."""
     return importlib.util.find_spec("onnxruntime") is not None
-
-
-@contextlib.contextmanager
-def quiet_weight_loading() -> Iterator[None]:
-    """Hide transformers' "Loading weights" progress bar, which would clutter CLI output.
-
-    Used wherever transformers loads weights: the export here and the PyTorch backend.
-    """
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:
-        yield
-        return
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise EmbeddingError(f"{path}: cannot read model config ({exc})") from exc
-    if not isinstance(data, dict):
-        raise EmbeddingError(f"{path}: model config is not a JSON object")
-    return data
-
-
-def _max_seq_length(folder: Path) -> int:
-    """The ``max_seq_length`` of a sentence-transformers folder (512 when it states none)."""
-    st_config = folder / "sentence_bert_config.json"
-    length = _read_json(st_config).get("max_seq_length") if st_config.is_file() else None
-    return int(length or 512)
-
-
-def _check_layout(folder: Path) -> None:
-    """Refuse a folder that is not Transformer -> mean Pooling [-> Normalize]."""
-    modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
-    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
-    if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
-        raise EmbeddingError(f"{folder}: ONNX backend supports Transformer -> Pooling "
-                             f"[-> Normalize] models, this one has {kinds}")
-    pooling = _read_json(folder / modules[1].get("path", "") / "config.json")
-    if not pooling.get("pooling_mode_mean_tokens") or sum(
-            bool(v) for k, v in pooling.items() if k.startswith("pooling_mode_")) != 1:
-        raise EmbeddingError(f"{folder}: ONNX backend supports mean pooling only")
 
 
 def _display_name(folder: Path, is_bundled: bool) -> str:
@@ -217,7 +166,7 @@ class OnnxEmbedder:
         self.model_id = (f"sentence-transformers:{name}" if quantize is None
                          else f"onnx-int8:{name}")
         self.dimension = bundled.DIMENSION if model is None else self._hidden_size()
-        self.max_tokens = bundled.MAX_TOKENS if model is None else _max_seq_length(self._source())
+        self.max_tokens = bundled.MAX_TOKENS if model is None else max_seq_length(self._source())
         self.tokenizer: TokenCounter = (WORD_PIECES if model is None
                                         else TokenizerFile(self._source() / "tokenizer.json"))
 
@@ -232,7 +181,7 @@ class OnnxEmbedder:
         return bundled.model_path()
 
     def _hidden_size(self) -> int:
-        config = _read_json(self._source() / "config.json")
+        config = read_json(self._source() / "config.json")
         return int(config.get("hidden_size", 0)) or 384
 
     def model_file(self) -> Path:
@@ -265,7 +214,7 @@ class OnnxEmbedder:
         if self._session is not None:
             return
         folder = self._source()
-        _check_layout(folder)
+        check_layout(folder, 'ONNX backend')
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             import onnxruntime as ort

@@ -3,10 +3,19 @@
 The bundled model (:mod:`proxy_pointer.bundled`) is loaded from disk, offline and lazily; any
 other sentence-transformers model name (already in the local Hugging Face cache) or folder
 works too.
+
+**Precision.** On a CPU with native bfloat16 arithmetic (Intel AMX or AVX-512 BF16, read from
+``/proc/cpuinfo``) the bundled model embeds documents on PyTorch with bfloat16 weights
+(:mod:`.bf16`, ``precision="auto"``), several times faster than float32 on ONNX Runtime, its
+vectors within cosine 0.9999 of float32's; so it keeps the same ``model_id`` and mixes with
+float32 vectors in one index, as the ONNX backend does. Elsewhere bfloat16 is emulated and
+slower, so ``"auto"`` stays float32 (ONNX Runtime). Speed and quality:
+``benchmarks/results/shelf-ingest.md``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -21,9 +30,31 @@ from .. import bundled
 from ..errors import ConfigError, EmbeddingError
 from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, normalize_rows
-from .onnx import OnnxEmbedder, onnx_available, quiet_weight_loading
+from .bf16 import Bf16Embedder
+from .folder import quiet_weight_loading
+from .onnx import OnnxEmbedder, onnx_available
 
-__all__ = ["SentenceTransformerEmbedder"]
+__all__ = ["PRECISIONS", "SentenceTransformerEmbedder", "native_bf16"]
+
+#: ``precision`` values: ``"auto"`` (bfloat16 for the bundled model where the CPU has it).
+PRECISIONS = ("auto", "fp32", "bf16")
+#: /proc/cpuinfo flags of native bfloat16 matrix arithmetic (AMX tiles or AVX-512 BF16).
+_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
+
+
+@functools.lru_cache(maxsize=8)
+def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU does bfloat16 matrix products natively: ``cpuinfo``'s first
+    ``flags`` line names ``amx_bf16`` or ``avx512_bf16``; False where there is no such file
+    (macOS, Windows). Read once per path, without importing torch."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            flags = next((line.partition(":")[2].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return bool(_BF16_FLAGS.intersection(flags))
+
 
 # Names that mean the model the package bundles: served from disk, never from the hub.
 _DEFAULT_ST_ALIASES = frozenset(
@@ -112,11 +143,18 @@ class SentenceTransformerEmbedder:
     of :mod:`proxy_pointer.tokens`; for a folder, its ``tokenizer.json``; else the loaded
     model's.
 
-    ``backend``: ``"auto"`` (default) runs the bundled model on ONNX Runtime
+    ``precision``: ``"auto"`` (default) is ``"bf16"`` for the bundled model on a CPU with
+    native bfloat16 (:func:`native_bf16`) and ``"fp32"`` otherwise; ``"bf16"`` runs the
+    bundled model or a local mean-pooling folder on PyTorch with bfloat16 weights
+    (:class:`~proxy_pointer.embeddings.bf16.Bf16Embedder`); ``"fp32"`` forces float32.
+    ``backend``: ``"auto"`` (default) runs the bundled model in float32 on ONNX Runtime
     (:class:`~proxy_pointer.embeddings.onnx.OnnxEmbedder`: the same vectors up to float
-    noise, ~1.2-1.4x faster on two cores) and falls back to PyTorch, with a warning, if the
-    export fails; other models use PyTorch. ``"torch"`` / ``"onnx"`` force one. The
-    ``model_id`` is the same for both, since their vectors are.
+    noise) and falls back to PyTorch, with a warning, if the export fails; other models and
+    bfloat16 use PyTorch. ``"torch"`` / ``"onnx"`` force one (``"onnx"`` is float32 only).
+    The ``model_id`` is the same for every backend and precision, since their vectors agree
+    (cosine >= 0.9999); in bfloat16 the bundled model still embeds queries in float32 on
+    ONNX Runtime, which starts ~15x sooner. ``batch_size``: texts per forward pass
+    (default 16 in bfloat16, 8 in float32: measured best on two cores).
 
     Raises :class:`~proxy_pointer.errors.EmbeddingError` when the model cannot be loaded
     (missing path, not in the offline cache, broken files).
@@ -129,12 +167,13 @@ class SentenceTransformerEmbedder:
         self,
         model: str | os.PathLike[str] | None = None,
         *,
-        batch_size: int = 8,
+        batch_size: int | None = None,
         device: str = "cpu",
         max_seq_length: int | None = None,
         backend: str = "auto",
+        precision: str = "auto",
     ) -> None:
-        if not isinstance(batch_size, int) or batch_size < 1:
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
         if max_seq_length is not None and (
             not isinstance(max_seq_length, int) or max_seq_length < 1
@@ -142,8 +181,9 @@ class SentenceTransformerEmbedder:
             raise ConfigError(f"max_seq_length must be a positive integer, got {max_seq_length!r}")
         if backend not in ("auto", "torch", "onnx"):
             raise ConfigError(f"backend must be 'auto', 'torch' or 'onnx', got {backend!r}")
+        if precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         name = None if model is None else os.fspath(model)
-        self.batch_size = batch_size
         self.device = device
         self.max_seq_length = max_seq_length
         self._model: Any = None
@@ -168,22 +208,50 @@ class SentenceTransformerEmbedder:
                 if (self._local_path / "tokenizer.json").is_file():
                     self.tokenizer = TokenizerFile(self._local_path / "tokenizer.json")
         self.model_id = f"sentence-transformers:{self._name}"
+        self.precision = precision = self._precision(precision, backend)
+        self.batch_size = batch_size or (16 if precision == "bf16" else 8)
         # ONNX only where it reproduces this class's vectors: same truncation, no device.
         self._may_fall_back = backend == "auto"
         if backend == "auto":
             backend = ("onnx" if self._is_default and max_seq_length is None
-                       and device == "cpu" and onnx_available() else "torch")
+                       and device == "cpu" and precision == "fp32" and onnx_available()
+                       else "torch")
         self.backend = backend
         self._onnx: OnnxEmbedder | None = None
+        self._bf16: Bf16Embedder | None = None
+        if precision == "bf16":
+            self._bf16 = Bf16Embedder(self._local_path, batch_size=self.batch_size)
         if backend == "onnx":
             if max_seq_length is not None:
                 raise ConfigError("max_seq_length is not supported by the ONNX backend")
             self._onnx = OnnxEmbedder(None if self._is_default else self._name,
-                                      batch_size=batch_size)
+                                      batch_size=self.batch_size)
+        # Queries come one at a time, where start-up is what a caller waits for: PyTorch
+        # takes ~4.7 s and ~640 MiB to its first vector, ONNX Runtime ~0.3 s and ~210 MiB.
+        # So a bfloat16 bundled model embeds queries in float32 on ONNX Runtime (the exact
+        # vectors; documents' are within cosine 0.9999 of theirs).
+        self._query_onnx: OnnxEmbedder | None = None
+        if (precision == "bf16" and self._is_default and max_seq_length is None
+                and device == "cpu" and onnx_available()):
+            self._query_onnx = OnnxEmbedder(None)
+
+    def _precision(self, precision: str, backend: str) -> str:
+        """``precision`` resolved (``"auto"`` -> ``"bf16"`` or ``"fp32"``) and checked."""
+        if precision == "auto":
+            return ("bf16" if self._is_default and self.device == "cpu" and backend != "onnx"
+                    and self.max_seq_length is None and native_bf16() else "fp32")
+        if precision == "bf16":
+            if backend == "onnx":
+                raise ConfigError("the ONNX backend runs in float32: use precision='fp32' or "
+                                  "backend='torch'")
+            if not (self._is_default or self._local_path) or self.max_seq_length is not None:
+                raise ConfigError("precision='bf16' runs the bundled model or a local "
+                                  "sentence-transformers folder, at its own max_seq_length")
+        return precision
 
     def __repr__(self) -> str:
         return (f"SentenceTransformerEmbedder({self._name!r}, device={self.device!r}, "
-                f"backend={self.backend!r})")
+                f"backend={self.backend!r}, precision={self.precision!r})")
 
     @property
     def dimension(self) -> int:
@@ -263,6 +331,8 @@ class SentenceTransformerEmbedder:
         items = as_text_list(texts)
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if self._bf16 is not None:
+            return self._bf16.embed_documents(items)
         if self._onnx is not None:
             try:
                 return self._onnx.embed_documents(items)
@@ -289,6 +359,14 @@ class SentenceTransformerEmbedder:
         return normalize_rows(np.asarray(vecs).reshape(len(items), -1))
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Vector of one query; this model embeds queries and passages alike."""
+        """Vector of one query; this model embeds queries and passages alike (a bfloat16
+        bundled model: in float32, on ONNX Runtime, see the constructor)."""
+        if self._query_onnx is not None:
+            try:
+                return self._query_onnx.embed_query(text)
+            except EmbeddingError as exc:
+                warnings.warn(f"ONNX backend unavailable for queries, using PyTorch: {exc}",
+                              RuntimeWarning, stacklevel=2)
+                self._query_onnx = None
         return self.embed_documents([text])[0]
 

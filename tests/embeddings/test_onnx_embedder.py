@@ -42,7 +42,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def torch_vectors() -> np.ndarray:
-    return SentenceTransformerEmbedder(backend="torch").embed_documents(TEXTS)
+    return SentenceTransformerEmbedder(backend="torch", precision="fp32").embed_documents(TEXTS)
 
 
 def test_fp32_matches_pytorch_up_to_float_noise(cache: Path, torch_vectors: np.ndarray) -> None:
@@ -57,10 +57,11 @@ def test_fp32_matches_pytorch_up_to_float_noise(cache: Path, torch_vectors: np.n
     assert onnx.model_id == SentenceTransformerEmbedder().model_id
 
 
-def test_default_embedder_uses_onnx_and_falls_back_to_torch(
+def test_float32_default_uses_onnx_and_falls_back_to_torch(
         cache: Path, torch_vectors: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default on a CPU without native bfloat16 (test_precision.py covers the choice).
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache.parent / "xdg-unused"))
-    default = make_embedder("minilm")
+    default = make_embedder("minilm-fp32")
     assert isinstance(default, SentenceTransformerEmbedder) and default.backend == "onnx"
     assert make_embedder("minilm-torch").backend == "torch"  # type: ignore[attr-defined]
 

@@ -37,11 +37,15 @@ def local_ray():
     ray.shutdown()
 
 
-def assert_same(a: Index, b: Index, atol: float = 1e-6) -> None:
+def assert_same(a: Index, b: Index, atol: float = 1e-6, cosine: float | None = None) -> None:
+    """The same index; vectors within ``atol``, or each pair at ``cosine`` or more."""
     assert dict(a.reader.documents) == dict(b.reader.documents)
     assert list(a.reader.chunks) == list(b.reader.chunks)  # texts, pointers, breadcrumbs
     assert a.reader.vectors.shape == b.reader.vectors.shape
-    np.testing.assert_allclose(a.reader.vectors, b.reader.vectors, atol=atol)
+    if cosine is None:
+        np.testing.assert_allclose(a.reader.vectors, b.reader.vectors, atol=atol)
+    else:
+        assert (a.reader.vectors * b.reader.vectors).sum(axis=1).min() >= cosine
     for doc_id in a.reader.documents:
         assert a.reader.text(doc_id) == b.reader.text(doc_id)
         assert a.reader.tree(doc_id).to_dict() == b.reader.tree(doc_id).to_dict()
@@ -65,7 +69,12 @@ def test_sample_on_ray_equals_local_default_embedder() -> None:
     local = Index.build([SAMPLE], embedder=SentenceTransformerEmbedder())
     remote = Index.build([SAMPLE], embedder=SentenceTransformerEmbedder(), batch_bytes=SMALL,
                          executor=RayExecutor(workers=2))
-    assert_same(local, remote, atol=1e-5)
+    if SentenceTransformerEmbedder().precision == "fp32":
+        assert_same(local, remote, atol=1e-5)
+    else:
+        # bfloat16 (a CPU with native bfloat16): an actor batches the texts otherwise, and
+        # bfloat16 products depend on the batch's padded shape at ~1e-4 cosine.
+        assert_same(local, remote, cosine=0.9999)
 
 
 def test_incremental_update_on_ray_matches_local(tmp_path: Path) -> None:

@@ -1,0 +1,82 @@
+"""What indexing a folder embeds: chunks, distinct texts and word pieces per page, by kind.
+
+Run as a script (``python benchmarks/ingest_profile.py DOCS``) with ``PYTHONPATH`` pointing at
+the library to profile: it imports only ``proxy_pointer``, through APIs that older versions
+have too, so :mod:`benchmarks.bench_ingest` runs this same file against a baseline checkout.
+Prints one JSON object.
+
+Each chunk's ``embed_text`` is split into its breadcrumb (the first line, ``[...]``), table
+rows (body lines the PDF converter would write as a table row that hold an amount, or
+Markdown pipe rows) and the rest (prose, headers, labels). Word pieces are MiniLM's
+(:data:`proxy_pointer.tokens.WORD_PIECES`), counted on the text as embedded, so a text past
+the model's 256 word pieces counts what the model reads. Pages are PDF pages; a format
+without pages counts as one page per file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+_AMOUNT = re.compile(r"\d")
+
+
+def _is_row(line: str) -> bool:
+    from proxy_pointer.convert.pdf_lines import is_table_row
+
+    s = line.strip()
+    if s.startswith("|") and s.endswith("|"):
+        return True
+    return bool(_AMOUNT.search(s)) and is_table_row(s)
+
+
+def profile(folder: Path) -> dict:
+    """Counts for every file of ``folder`` parsed with the default chunk config."""
+    from proxy_pointer.ingest.parsing import ReadDocument, bytes_digest, text_digest
+    from proxy_pointer.parse.chunking import ChunkConfig
+    from proxy_pointer.tokens import WORD_PIECES
+
+    config, window = ChunkConfig(), 256 - 2
+    pages = files = 0
+    texts: list[str] = []
+    for path in sorted(p for p in folder.iterdir() if p.is_file()):
+        data = path.read_bytes()
+        binary = path.suffix.lower() in (".pdf", ".docx", ".html", ".htm")
+        doc = (ReadDocument(path.stem, str(path), None, "", bytes_digest(data, path.name),
+                            data=data) if binary else
+               ReadDocument(path.stem, str(path), None, data.decode("utf-8", "replace"),
+                            text_digest(data.decode("utf-8", "replace"))))
+        parsed = doc.parse(config, True, tokenizer=WORD_PIECES)
+        chunks = getattr(parsed, "chunks", None)
+        if chunks is None:
+            continue
+        files += 1
+        pages += max(1, len(parsed.record.pages))
+        texts.extend(c.embed_text for c in chunks)
+    distinct = sorted(set(texts))
+    kinds = {"breadcrumb": 0, "table rows": 0, "other": 0}
+    crumbs, rows, rest = [], [], []
+    for text in distinct:
+        head, _, body = text.partition("\n")
+        crumbs.append(head)
+        lines = body.split("\n")
+        rows.append("\n".join(x for x in lines if _is_row(x)))
+        rest.append("\n".join(x for x in lines if not _is_row(x)))
+    whole = WORD_PIECES.count_many(distinct)
+    for name, part in (("breadcrumb", crumbs), ("table rows", rows), ("other", rest)):
+        kinds[name] = sum(WORD_PIECES.count_many(part))
+    read = sum(min(n, window) for n in whole)
+    # Scale the parts to what the model reads (a text past its window is cut at the end).
+    scale = read / max(1, sum(kinds.values()))
+    return {"files": files, "pages": pages, "chunks": len(texts), "distinct": len(distinct),
+            "word_pieces": read,
+            "per_page": {"chunks": len(texts) / max(1, pages),
+                         "embedded texts": len(distinct) / max(1, pages),
+                         "word pieces": read / max(1, pages),
+                         **{k: v * scale / max(1, pages) for k, v in kinds.items()}}}
+
+
+if __name__ == "__main__":
+    print(json.dumps(profile(Path(sys.argv[1]))))

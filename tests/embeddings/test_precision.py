@@ -1,0 +1,140 @@
+"""The bundled model in bfloat16: when it is chosen, how close its vectors are, and queries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from proxy_pointer.embeddings import SentenceTransformerEmbedder, embedder_from_id, make_embedder
+from proxy_pointer.embeddings import sentence_transformers as st
+from proxy_pointer.errors import ConfigError
+
+TEXTS = [
+    "[ACME_2022_10K > Item 7. MD&A > Liquidity] Cash provided by operating activities was "
+    "$1,577 million, down from $1,802 million, mainly on working capital.",
+    "short",
+    "Operating lease right-of-use assets $1,451 $1,437\nCurrent portion of lease liabilities 276",
+    "Structural retrieval hands the model whole sections instead of blind windows. " * 30,
+    "Résumé: métriques F1 et précision — 数据集",
+]
+
+
+def _cpuinfo(tmp_path: Path, flags: str) -> str:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "cpuinfo"
+    path.write_text(f"processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: {flags}\n\n"
+                    "processor\t: 1\nflags\t\t: fpu amx_bf16\n")
+    return str(path)
+
+
+def test_native_bf16_reads_the_first_flags_line(tmp_path: Path) -> None:
+    assert st.native_bf16(_cpuinfo(tmp_path / "a", "fpu sse avx512f avx512_bf16"))
+    assert st.native_bf16(_cpuinfo(tmp_path / "b", "fpu amx_tile amx_bf16 amx_int8"))
+    assert not st.native_bf16(_cpuinfo(tmp_path / "c", "fpu sse avx2 avx512f avx512_vnni"))
+    assert not st.native_bf16(str(tmp_path / "no-such-file"))
+
+
+@pytest.fixture(params=[True, False], ids=["bf16-cpu", "fp32-cpu"])
+def cpu_has_bf16(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Both kinds of CPU, whichever this one is."""
+    monkeypatch.setattr(st, "native_bf16", lambda cpuinfo="/proc/cpuinfo": request.param)
+    return bool(request.param)
+
+
+def test_auto_precision_follows_the_cpu_for_the_bundled_model_only(cpu_has_bf16: bool) -> None:
+    default = make_embedder("minilm")
+    assert isinstance(default, SentenceTransformerEmbedder)
+    expected = "bf16" if cpu_has_bf16 else "fp32"
+    assert default.precision == expected
+    assert default.backend == ("torch" if cpu_has_bf16 else "onnx")
+    assert default.batch_size == (16 if cpu_has_bf16 else 8)
+    # Forced precisions, and the pre-ONNX float32 path, whatever the CPU.
+    assert make_embedder("minilm-fp32").precision == "fp32"  # type: ignore[attr-defined]
+    assert make_embedder("minilm-bf16").precision == "bf16"  # type: ignore[attr-defined]
+    torch_fp32 = make_embedder("minilm-torch")
+    assert (torch_fp32.backend, torch_fp32.precision) == ("torch", "fp32")  # type: ignore[attr-defined]
+    # Another model keeps float32 unless asked: its bfloat16 quality is not measured here.
+    assert SentenceTransformerEmbedder("st-model-not-local").precision == "fp32"
+    # One model, one id: an index made in either precision opens with the other.
+    ids = {make_embedder(s).model_id for s in ("minilm", "minilm-fp32", "minilm-bf16")}
+    assert ids == {"sentence-transformers:all-MiniLM-L6-v2"}
+    assert embedder_from_id(default.model_id).precision == expected  # type: ignore[attr-defined]
+
+
+def test_bad_precision_arguments_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="precision must be one of"):
+        SentenceTransformerEmbedder(precision="fp16")
+    with pytest.raises(ConfigError, match="ONNX backend runs in float32"):
+        SentenceTransformerEmbedder(backend="onnx", precision="bf16")
+    with pytest.raises(ConfigError, match="batch_size"):
+        SentenceTransformerEmbedder(precision="bf16", batch_size=0)
+
+
+@pytest.fixture(scope="module")
+def fp32_vectors() -> np.ndarray:
+    return make_embedder("minilm-fp32").embed_documents(TEXTS)
+
+
+def test_bf16_vectors_are_within_cosine_0_9999_of_fp32(fp32_vectors: np.ndarray) -> None:
+    bf16 = SentenceTransformerEmbedder(precision="bf16")
+    vecs = bf16.embed_documents(TEXTS)
+    assert vecs.shape == (len(TEXTS), 384) and vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    cosine = (vecs * fp32_vectors).sum(axis=1)
+    assert cosine.min() > 0.9995, cosine
+    assert not np.array_equal(vecs, fp32_vectors)  # it is bfloat16 arithmetic, not fp32
+    # Order and batching keep each text's vector (to bfloat16 noise).
+    again = bf16.embed_documents(TEXTS[::-1])[::-1]
+    assert ((again * vecs).sum(axis=1)).min() > 0.9999
+
+
+def test_bf16_embeds_queries_in_float32(fp32_vectors: np.ndarray) -> None:
+    bf16 = SentenceTransformerEmbedder(precision="bf16")
+    query = bf16.embed_query(TEXTS[0])
+    # The float32 vector (ONNX Runtime's), not the bfloat16 one the documents get.
+    assert np.abs(query - fp32_vectors[0]).max() < 1e-5
+    assert np.abs(bf16.embed_documents(TEXTS[:1])[0] - query).max() > 1e-4
+
+
+def _folder_with_pooling(tmp_path: Path, **pooling: bool) -> Path:
+    """A copy of the bundled model's folder (weights linked) with another pooling config."""
+    import json
+
+    from proxy_pointer import bundled
+
+    source, folder = bundled.model_path(), tmp_path / "model"
+    for path in source.rglob("*"):
+        if path.is_file():
+            target = folder / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(path)
+    config = folder / "1_Pooling" / "config.json"
+    data = {**json.loads(config.read_text()), **pooling}
+    config.unlink()
+    config.write_text(json.dumps(data))
+    return folder
+
+
+def test_bf16_refuses_what_it_cannot_pool(tmp_path: Path) -> None:
+    from proxy_pointer.embeddings import Bf16Embedder
+    from proxy_pointer.errors import EmbeddingError
+
+    with pytest.raises(EmbeddingError, match="not a sentence-transformers model folder"):
+        Bf16Embedder(tmp_path)
+    cls = _folder_with_pooling(tmp_path, pooling_mode_mean_tokens=False,
+                               pooling_mode_cls_token=True)
+    with pytest.raises(EmbeddingError, match="bfloat16 backend supports mean pooling only"):
+        Bf16Embedder(cls).embed_documents(["x"])
+    with pytest.raises(ConfigError, match="bundled model or a local"):
+        SentenceTransformerEmbedder("some-org/some-hub-model", precision="bf16")
+
+
+def test_a_local_mean_pooling_folder_runs_in_bf16(tmp_path: Path,
+                                                  fp32_vectors: np.ndarray) -> None:
+    folder = _folder_with_pooling(tmp_path)
+    emb = SentenceTransformerEmbedder(folder, precision="bf16")
+    assert emb.model_id == f"sentence-transformers:{folder}" and emb.max_tokens == 256
+    cosine = (emb.embed_documents(TEXTS) * fp32_vectors).sum(axis=1)
+    assert cosine.min() > 0.9995
