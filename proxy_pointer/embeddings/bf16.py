@@ -5,10 +5,12 @@ The transformer of a local Transformer -> mean Pooling [-> Normalize] sentence-t
 folder (by default the bundled all-MiniLM-L6-v2) is loaded with bfloat16 weights; its
 output is pooled and normalised in float32. Texts are sorted by length into batches padded
 to a multiple of :data:`PAD_MULTIPLE` tokens: PyTorch keeps per-shape kernels and buffers,
-and 256 possible lengths grew a process by ~450 MiB on filings, 8 padded ones do not
-(measured: 1,112 vs 653 MiB for 4,000 chunks, at the same speed).
+so 256 possible lengths cost memory and time that 16 padded ones do not (1,500 chunks of
+filings: 852 vs 591 MiB and 140 vs 166 chunks/s at batch 16; multiples of 32 and 64 were
+~10-20% slower; ``benchmarks/results/bf16-sensitivity.md``).
 
-Its vectors are within cosine 0.9999 of float32's (mean 0.99995 on financial filings), so
+Its vectors are at cosine 0.99995 to float32's on average, 0.9998 at least (1,500 chunks of
+financial filings, ``benchmarks/results/bf16-sensitivity.md``), so
 it shares the float32 model's ``model_id``. Speed and quality:
 ``benchmarks/results/shelf-ingest.md``.
 """
@@ -32,14 +34,15 @@ from .folder import check_layout, max_seq_length, quiet_weight_loading, read_jso
 __all__ = ["PAD_MULTIPLE", "Bf16Embedder"]
 
 #: Batches are padded to a multiple of this many tokens (see the module docstring).
-PAD_MULTIPLE = 32
+PAD_MULTIPLE = 16
 
 
 class Bf16Embedder:
     """A sentence-transformers folder on PyTorch with bfloat16 weights (default: the bundled
-    MiniLM). ``batch_size``: texts per forward pass after sorting by length (16 measured
-    best on two cores). The model loads on first use; :class:`EmbeddingError` when it
-    cannot (not a mean-pooling folder, broken files, no torch)."""
+    MiniLM). ``batch_size``: texts per forward pass after sorting by length (16: indexing
+    financebench-dev took 142 s at 16 and 149-171 s at 8 on two cores, for ~100 MiB more).
+    The model loads on first use; :class:`EmbeddingError` when it cannot (not a
+    mean-pooling folder, broken files, no torch)."""
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *,
                  batch_size: int = 16) -> None:

@@ -340,7 +340,7 @@ def test_sentence_transformer_real_model():
     if emb.precision == "fp32":
         np.testing.assert_allclose(one, vecs[4], atol=1e-5)
     else:
-        assert float(one @ vecs[4]) > 0.9999
+        assert float(one @ vecs[4]) > 0.9995
     assert np.argmax(vecs @ one) == 4
     assert emb.embed_documents([]).shape == (0, 384)
     assert "HF_HUB_OFFLINE" in os.environ  # set before sentence-transformers was imported

@@ -74,7 +74,7 @@ def test_sample_on_ray_equals_local_default_embedder() -> None:
     else:
         # bfloat16 (a CPU with native bfloat16): an actor batches the texts otherwise, and
         # bfloat16 products depend on the batch's padded shape at ~1e-4 cosine.
-        assert_same(local, remote, cosine=0.9999)
+        assert_same(local, remote, cosine=0.9995)
 
 
 def test_incremental_update_on_ray_matches_local(tmp_path: Path) -> None:
