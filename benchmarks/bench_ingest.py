@@ -392,6 +392,11 @@ def markdown(results: dict) -> list[str]:
                          f"{pp['embedded texts']:.2f} | {pp['word pieces']:.0f} | "
                          f"{pp['breadcrumb']:.0f} | {pp['table rows']:.0f} | "
                          f"{pp['other']:.0f} |")
+        for code, pr in results["profile"].items():
+            if pr.get("duplicates"):
+                lines += ["", f"Chunks repeating another chunk's text ({code}, of "
+                          f"{pr['chunks']}): " + ", ".join(
+                              f"{k} {v}" for k, v in pr["duplicates"].items()) + "."]
     verdicts = memory_verdicts(results)
     if results.get("memory"):
         lines += ["", "Peak RSS against the number of files (the same texts at each copies "

@@ -5,6 +5,12 @@ the library to profile: it imports only ``proxy_pointer``, through APIs that old
 have too, so :mod:`benchmarks.bench_ingest` runs this same file against a baseline checkout.
 Prints one JSON object.
 
+``duplicates`` counts chunks whose text is embedded again elsewhere in the folder: exactly
+(what the pipeline already embeds once), with whitespace normalised, with the breadcrumb
+set aside (the same body under another filing's breadcrumb), and with figures masked too
+(the same boilerplate with other years and amounts). Only the first two may share a vector
+as they are; the others would need a vector made for another text.
+
 Each chunk's ``embed_text`` is split into its breadcrumb (the first line, ``[...]``), table
 rows (body lines the PDF converter would write as a table row that hold an amount, or
 Markdown pipe rows) and the rest (prose, headers, labels). Word pieces are MiniLM's
@@ -21,6 +27,8 @@ import sys
 from pathlib import Path
 
 _AMOUNT = re.compile(r"\d")
+_SPACE = re.compile(r"\s+")
+_FIGURES = re.compile(r"\d[\d,.]*")
 
 
 def _is_row(line: str) -> bool:
@@ -56,6 +64,12 @@ def profile(folder: Path) -> dict:
         pages += max(1, len(parsed.record.pages))
         texts.extend(c.embed_text for c in chunks)
     distinct = sorted(set(texts))
+    spaced = {_SPACE.sub(" ", t).strip() for t in texts}
+    bodies = {_SPACE.sub(" ", t.partition("\n")[2]).strip() for t in texts}
+    masked = {_FIGURES.sub("#", b) for b in bodies}
+    n = len(texts)
+    duplicates = {"exact": n - len(distinct), "whitespace": n - len(spaced),
+                  "body": n - len(bodies), "body, figures masked": n - len(masked)}
     kinds = {"breadcrumb": 0, "table rows": 0, "other": 0}
     crumbs, rows, rest = [], [], []
     for text in distinct:
@@ -71,7 +85,7 @@ def profile(folder: Path) -> dict:
     # Scale the parts to what the model reads (a text past its window is cut at the end).
     scale = read / max(1, sum(kinds.values()))
     return {"files": files, "pages": pages, "chunks": len(texts), "distinct": len(distinct),
-            "word_pieces": read,
+            "word_pieces": read, "duplicates": duplicates,
             "per_page": {"chunks": len(texts) / max(1, pages),
                          "embedded texts": len(distinct) / max(1, pages),
                          "word pieces": read / max(1, pages),
