@@ -10,14 +10,14 @@ fits its chunks to that window rather than to one model's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from ..tokens import TokenCounter
 
-__all__ = ["Embedder", "as_text_list", "normalize_rows"]
+__all__ = ["Embedder", "as_text_list", "embed_by_length", "normalize_rows"]
 
 
 @runtime_checkable
@@ -82,3 +82,14 @@ def normalize_rows(mat: np.ndarray) -> np.ndarray:
     np.maximum(norms, np.float32(1e-12), out=norms)
     return np.ascontiguousarray(mat / norms, dtype=np.float32)
 
+
+def embed_by_length(items: list[str], dimension: int, batch_size: int,
+                    run: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """``run`` over ``items`` sorted longest first in batches of ``batch_size`` (so each
+    batch pads to similar lengths); the vectors in input order, unit-normed float32."""
+    out = np.zeros((len(items), dimension), np.float32)
+    order = np.argsort([-len(t) for t in items], kind="stable")
+    for start in range(0, len(items), batch_size):
+        rows = order[start:start + batch_size]
+        out[rows] = run([items[i] for i in rows])
+    return normalize_rows(out)

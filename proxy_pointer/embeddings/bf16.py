@@ -28,7 +28,7 @@ import numpy as np
 from .. import bundled
 from ..errors import EmbeddingError
 from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
-from .base import as_text_list, normalize_rows
+from .base import as_text_list, embed_by_length
 from .folder import check_layout, max_seq_length, quiet_weight_loading, read_json
 
 __all__ = ["PAD_MULTIPLE", "Bf16Embedder"]
@@ -101,16 +101,10 @@ class Bf16Embedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm float32 vectors, shape ``(len(texts), dimension)``, in input order."""
         items = as_text_list(texts)
-        out = np.zeros((len(items), self.dimension), np.float32)
-        if not items:
-            return out
-        with self._lock:
-            self._load()
-        order = np.argsort([-len(t) for t in items], kind="stable")
-        for start in range(0, len(items), self.batch_size):
-            rows = order[start:start + self.batch_size]
-            out[rows] = self._run([items[i] for i in rows])
-        return normalize_rows(out)
+        if items:
+            with self._lock:
+                self._load()
+        return embed_by_length(items, self.dimension, self.batch_size, self._run)
 
     def _run(self, batch: list[str]) -> np.ndarray:
         import torch

@@ -33,7 +33,7 @@ import numpy as np
 from .. import bundled, defaults
 from ..errors import ConfigError, EmbeddingError
 from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
-from .base import as_text_list, normalize_rows
+from .base import as_text_list, embed_by_length
 from .folder import check_layout, max_seq_length, quiet_weight_loading, read_json
 
 __all__ = ["OnnxEmbedder", "onnx_available", "quiet_weight_loading"]
@@ -255,19 +255,13 @@ class OnnxEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm float32 vectors, shape ``(len(texts), dimension)``, in input order."""
         items = as_text_list(texts)
-        out = np.zeros((len(items), self.dimension), np.float32)
-        if not items:
-            return out
-        with self._lock:
-            self._load()
+        if items:
+            with self._lock:
+                self._load()
         # No lock around the runs (an ONNX Runtime session and the tokenizer are safe to
         # call from several threads): a server's queries are not held behind a long
         # document batch that an update embeds meanwhile.
-        order = np.argsort([-len(t) for t in items], kind="stable")
-        for start in range(0, len(items), self.batch_size):
-            rows = order[start:start + self.batch_size]
-            out[rows] = self._run([items[i] for i in rows])
-        return normalize_rows(out)
+        return embed_by_length(items, self.dimension, self.batch_size, self._run)
 
     def _run(self, batch: list[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(batch)
