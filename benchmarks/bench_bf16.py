@@ -25,21 +25,9 @@ BATCHES = (8, 16, 32)
 
 def sample_texts(docs: Path, n: int, seed: int = 0) -> list[str]:
     """``n`` embedded texts of the default chunker over ``docs``, seeded."""
-    from proxy_pointer.ingest.parsing import ReadDocument, bytes_digest, text_digest
-    from proxy_pointer.parse.chunking import ChunkConfig
-    from proxy_pointer.tokens import WORD_PIECES
+    from .ingest_profile import chunk_texts
 
-    texts: list[str] = []
-    for path in sorted(p for p in docs.iterdir() if p.is_file()):
-        data = path.read_bytes()
-        if path.suffix.lower() in (".pdf", ".docx", ".html", ".htm"):
-            doc = ReadDocument(path.stem, str(path), None, "", bytes_digest(data, path.name),
-                               data=data)
-        else:
-            text = data.decode("utf-8", "replace")
-            doc = ReadDocument(path.stem, str(path), None, text, text_digest(text))
-        parsed = doc.parse(ChunkConfig(), True, tokenizer=WORD_PIECES)
-        texts.extend(c.embed_text for c in getattr(parsed, "chunks", ()))
+    texts = chunk_texts(docs)[2]
     random.Random(seed).shuffle(texts)
     return texts[:n]
 

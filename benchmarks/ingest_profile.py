@@ -26,43 +26,51 @@ import re
 import sys
 from pathlib import Path
 
+from proxy_pointer.convert.pdf_lines import is_table_row
+from proxy_pointer.documents import CONVERTED_SUFFIXES
+from proxy_pointer.ingest.parsing import ReadDocument, bytes_digest, text_digest
+from proxy_pointer.parse.chunking import ChunkConfig
+from proxy_pointer.tokens import WORD_PIECES
+
 _AMOUNT = re.compile(r"\d")
 _SPACE = re.compile(r"\s+")
 _FIGURES = re.compile(r"\d[\d,.]*")
 
 
 def _is_row(line: str) -> bool:
-    from proxy_pointer.convert.pdf_lines import is_table_row
-
     s = line.strip()
     if s.startswith("|") and s.endswith("|"):
         return True
     return bool(_AMOUNT.search(s)) and is_table_row(s)
 
 
-def profile(folder: Path) -> dict:
-    """Counts for every file of ``folder`` parsed with the default chunk config."""
-    from proxy_pointer.ingest.parsing import ReadDocument, bytes_digest, text_digest
-    from proxy_pointer.parse.chunking import ChunkConfig
-    from proxy_pointer.tokens import WORD_PIECES
-
-    config, window = ChunkConfig(), 256 - 2
+def chunk_texts(folder: Path) -> tuple[int, int, list[str]]:
+    """``(files, pages, embed texts)`` of every file of ``folder`` parsed with the default
+    chunk config (files that fail to parse left out)."""
     pages = files = 0
     texts: list[str] = []
     for path in sorted(p for p in folder.iterdir() if p.is_file()):
         data = path.read_bytes()
-        binary = path.suffix.lower() in (".pdf", ".docx", ".html", ".htm")
-        doc = (ReadDocument(path.stem, str(path), None, "", bytes_digest(data, path.name),
-                            data=data) if binary else
-               ReadDocument(path.stem, str(path), None, data.decode("utf-8", "replace"),
-                            text_digest(data.decode("utf-8", "replace"))))
-        parsed = doc.parse(config, True, tokenizer=WORD_PIECES)
+        if path.suffix.lower() in CONVERTED_SUFFIXES:
+            doc = ReadDocument(path.stem, str(path), None, "", bytes_digest(data, path.name),
+                               data=data)
+        else:
+            text = data.decode("utf-8", "replace")
+            doc = ReadDocument(path.stem, str(path), None, text, text_digest(text))
+        parsed = doc.parse(ChunkConfig(), True, tokenizer=WORD_PIECES)
         chunks = getattr(parsed, "chunks", None)
         if chunks is None:
             continue
         files += 1
         pages += max(1, len(parsed.record.pages))
         texts.extend(c.embed_text for c in chunks)
+    return files, pages, texts
+
+
+def profile(folder: Path) -> dict:
+    """Counts for every file of ``folder`` (:func:`chunk_texts`)."""
+    window = 256 - 2
+    files, pages, texts = chunk_texts(folder)
     distinct = sorted(set(texts))
     spaced = {_SPACE.sub(" ", t).strip() for t in texts}
     bodies = {_SPACE.sub(" ", t.partition("\n")[2]).strip() for t in texts}

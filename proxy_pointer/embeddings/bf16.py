@@ -29,7 +29,14 @@ from .. import bundled
 from ..errors import EmbeddingError
 from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, embed_by_length
-from .folder import check_layout, max_seq_length, quiet_weight_loading, read_json
+from .folder import (
+    batch_tokenizer,
+    check_layout,
+    hidden_size,
+    max_seq_length,
+    model_folder,
+    quiet_weight_loading,
+)
 
 __all__ = ["PAD_MULTIPLE", "Bf16Embedder"]
 
@@ -54,8 +61,7 @@ class Bf16Embedder:
         name = bundled.NAME if model is None else os.fspath(model)
         self.model_id = f"sentence-transformers:{name}"
         source = None if model is None else self._source()
-        self.dimension = (bundled.DIMENSION if source is None
-                          else int(read_json(source / "config.json").get("hidden_size", 384)))
+        self.dimension = bundled.DIMENSION if source is None else hidden_size(source)
         self.max_tokens = bundled.MAX_TOKENS if source is None else max_seq_length(source)
         self.tokenizer: TokenCounter = (WORD_PIECES if source is None
                                         else TokenizerFile(source / "tokenizer.json"))
@@ -64,11 +70,7 @@ class Bf16Embedder:
         return f"Bf16Embedder({self.model_id!r})"
 
     def _source(self) -> Path:
-        if self._folder is None:
-            return bundled.model_path()
-        if not (self._folder / "modules.json").is_file():
-            raise EmbeddingError(f"{self._folder}: not a sentence-transformers model folder")
-        return self._folder
+        return model_folder(self._folder)
 
     def _load(self) -> None:
         if self._model is not None:
@@ -77,19 +79,14 @@ class Bf16Embedder:
         check_layout(folder, "bfloat16 backend")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
+            import tokenizers  # noqa: F401  (batch_tokenizer's)
             import torch
-            from tokenizers import Tokenizer
             from transformers import AutoModel
         except ImportError as exc:
             raise EmbeddingError(f"the bfloat16 backend needs torch and transformers: {exc}"
                                  ) from exc
         try:
-            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-            tokenizer.enable_truncation(max_length=self.max_tokens)
-            pad = tokenizer.padding or {}
-            tokenizer.enable_padding(pad_id=int(pad.get("pad_id", 0)),
-                                     pad_token=str(pad.get("pad_token", "[PAD]")),
-                                     pad_to_multiple_of=PAD_MULTIPLE)
+            tokenizer = batch_tokenizer(folder, self.max_tokens, PAD_MULTIPLE)
             with quiet_weight_loading():
                 model = AutoModel.from_pretrained(str(folder), local_files_only=True,
                                                   dtype=torch.bfloat16).eval()

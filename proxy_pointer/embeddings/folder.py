@@ -13,9 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import bundled
 from ..errors import EmbeddingError
 
-__all__ = ["check_layout", "max_seq_length", "quiet_weight_loading", "read_json"]
+__all__ = ["batch_tokenizer", "check_layout", "hidden_size", "max_seq_length", "model_folder",
+           "quiet_weight_loading", "read_json"]
 
 
 @contextlib.contextmanager
@@ -67,3 +69,34 @@ def check_layout(folder: Path, what: str) -> None:
     if not pooling.get("pooling_mode_mean_tokens") or sum(
             bool(v) for k, v in pooling.items() if k.startswith("pooling_mode_")) != 1:
         raise EmbeddingError(f"{folder}: the {what} supports mean pooling only")
+
+
+def model_folder(folder: Path | None) -> Path:
+    """``folder``, or the bundled model's for None; EmbeddingError when it is not a
+    sentence-transformers folder."""
+    if folder is None:
+        return bundled.model_path()
+    if not (folder / "modules.json").is_file():
+        raise EmbeddingError(f"{folder}: not a sentence-transformers model folder")
+    return folder
+
+
+def hidden_size(folder: Path) -> int:
+    """The vector length a folder's transformer gives (384 when its config states none)."""
+    return int(read_json(folder / "config.json").get("hidden_size", 0)) or 384
+
+
+def batch_tokenizer(folder: Path, max_tokens: int, pad_multiple: int | None = None) -> Any:
+    """The folder's ``tokenizer.json`` set up for batches: truncated at ``max_tokens`` and
+    padded to the batch's longest text (rounded up to ``pad_multiple``). The bundled file
+    itself pads and truncates to a fixed 128; sentence-transformers truncates at
+    ``max_seq_length`` (256) and pads to the longest text, and so does this."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=max_tokens)
+    pad = tokenizer.padding or {}
+    tokenizer.enable_padding(pad_id=int(pad.get("pad_id", 0)),
+                             pad_token=str(pad.get("pad_token", "[PAD]")),
+                             pad_to_multiple_of=pad_multiple)
+    return tokenizer

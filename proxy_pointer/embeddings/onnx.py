@@ -34,9 +34,16 @@ from .. import bundled, defaults
 from ..errors import ConfigError, EmbeddingError
 from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, embed_by_length
-from .folder import check_layout, max_seq_length, quiet_weight_loading, read_json
+from .folder import (
+    batch_tokenizer,
+    check_layout,
+    hidden_size,
+    max_seq_length,
+    model_folder,
+    quiet_weight_loading,
+)
 
-__all__ = ["OnnxEmbedder", "onnx_available", "quiet_weight_loading"]
+__all__ = ["OnnxEmbedder", "onnx_available"]
 
 #: Bump when the export or optimisation recipe changes, so an old file is not reused.
 _RECIPE = "v1"
@@ -165,7 +172,7 @@ class OnnxEmbedder:
         name = bundled.NAME if model is None else os.fspath(model)
         self.model_id = (f"sentence-transformers:{name}" if quantize is None
                          else f"onnx-int8:{name}")
-        self.dimension = bundled.DIMENSION if model is None else self._hidden_size()
+        self.dimension = bundled.DIMENSION if model is None else hidden_size(self._source())
         self.max_tokens = bundled.MAX_TOKENS if model is None else max_seq_length(self._source())
         self.tokenizer: TokenCounter = (WORD_PIECES if model is None
                                         else TokenizerFile(self._source() / "tokenizer.json"))
@@ -174,15 +181,7 @@ class OnnxEmbedder:
         return f"OnnxEmbedder({self.model_id!r})"
 
     def _source(self) -> Path:
-        if self._folder is not None:
-            if not (self._folder / "modules.json").is_file():
-                raise EmbeddingError(f"{self._folder}: not a sentence-transformers model folder")
-            return self._folder
-        return bundled.model_path()
-
-    def _hidden_size(self) -> int:
-        config = read_json(self._source() / "config.json")
-        return int(config.get("hidden_size", 0)) or 384
+        return model_folder(self._folder)
 
     def model_file(self) -> Path:
         """Path of the exported ONNX file, exporting it first if it is not cached."""
@@ -214,21 +213,15 @@ class OnnxEmbedder:
         if self._session is not None:
             return
         folder = self._source()
-        check_layout(folder, 'ONNX backend')
+        check_layout(folder, "ONNX backend")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             import onnxruntime as ort
-            from tokenizers import Tokenizer
+            import tokenizers  # noqa: F401  (batch_tokenizer's)
         except ImportError as exc:
             raise EmbeddingError("the ONNX backend needs onnxruntime: pip install onnxruntime"
                                  ) from exc
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        # The bundled tokenizer.json pads and truncates to a fixed 128; sentence-transformers
-        # truncates at max_seq_length (256) and pads to the longest text in the batch.
-        tokenizer.enable_truncation(max_length=self.max_tokens)
-        pad = tokenizer.padding or {}
-        tokenizer.enable_padding(pad_id=int(pad.get("pad_id", 0)),
-                                 pad_token=str(pad.get("pad_token", "[PAD]")))
+        tokenizer = batch_tokenizer(folder, self.max_tokens)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3

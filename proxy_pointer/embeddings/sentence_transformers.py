@@ -231,8 +231,8 @@ class SentenceTransformerEmbedder:
         # So a bfloat16 bundled model embeds queries in float32 on ONNX Runtime (the exact
         # vectors; documents' are at cosine >= 0.9998 to theirs).
         self._query_onnx: OnnxEmbedder | None = None
-        if (precision == "bf16" and self._is_default and max_seq_length is None
-                and device == "cpu" and onnx_available()):
+        if (precision == "bf16" and self._is_default and device == "cpu"
+                and onnx_available()):
             self._query_onnx = OnnxEmbedder(None)
 
     def _precision(self, precision: str, backend: str) -> str:
