@@ -41,7 +41,8 @@ LAYERS = [
     # protocols and leaves: no dependency on anything but errors
     {"errors", "defaults", "access", "tokens", "_retry", "bundled", "llm.base", "llm.scripted",
      "embeddings.base", "convert.base", "convert.numbering", "convert.markdown",
-     "convert.pdf_lines", "convert.pdf_tables", "parse.periods", "parse.cards"},
+     "convert.pdf_lines", "convert.pdf_tables", "parse.periods", "parse.cards",
+     "vocab.phrases", "vocab.filings", "vocab.synonyms", "vocab.understanding", "vocab"},
     {"convert.pdf_layout", "convert.pdf_contents"},
     {"convert.pdf", "convert.html", "convert.docx", "convert",
      "documents", "parse.tree", "parse.headings", "refs", "parse"},
@@ -58,7 +59,7 @@ LAYERS = [
     # the request rules, and the reader retrieval is written against
     {"search.config", "search.derived", "search.corpus", "search"},
     {"search.sections"},  # the result type, read by everything above
-    {"search.ranking", "search.rerank", "search.routing"},
+    {"search.ranking", "search.rerank", "search.routing", "search.expansion"},
     {"search.packing"},
     {"search.retrieval"},
     {"search.synthesis"},
@@ -235,6 +236,26 @@ def test_no_private_names_cross_modules() -> None:
 def test_no_module_is_a_grab_bag() -> None:
     sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in _modules()}
     assert {name: n for name, n in sizes.items() if n > 600} == {}
+
+
+def test_no_module_binds_a_top_level_name_twice() -> None:
+    """A second binding silently wins (ranking.py once had two ``_WORD`` patterns, and
+    ``title_words`` read the later one)."""
+    twice = []
+    for path in _modules():
+        seen: set[str] = set()
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign):
+                names = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names = [node.name]
+            else:
+                continue
+            twice += [f"{path.relative_to(PACKAGE)}:{n}" for n in names if n in seen]
+            seen.update(names)
+    assert twice == []
 
 
 def test_no_function_is_a_grab_bag() -> None:

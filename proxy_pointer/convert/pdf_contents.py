@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ..vocab.filings import FILINGS
 from .numbering import TOP_RANK, numbering_rank
 from .pdf_lines import Line, holds_table, is_toc_line
 
@@ -61,25 +62,13 @@ _COLUMN_LABEL = re.compile(r"\s*\b(?:page(?:\s+no\.?)?|pages)$", re.IGNORECASE)
 _QUALIFIER = re.compile(
     r"(?:\s*[-–—,]\s*|\s+)(?:(?:for\s+(?:the\s+)?(?:fiscal\s+)?(?:years?|periods?|quarters?|"
     r"(?:three|six|nine|twelve)\s+months)|(?:at|as\s+(?:of|at))\s+(?:[A-Z][a-z]+\s+\d|\d))\b"
-    r"|(?:january|february|march|april|may|june|july|august|september|october|november|"
-    r"december)\s+\d{1,2},\s+\d{4}).*$", re.IGNORECASE)
+    rf"|(?:{'|'.join(FILINGS.months)})\s+\d{{1,2}},\s+\d{{4}}).*$", re.IGNORECASE)
 _YEAR_END = re.compile(r"[A-Za-z].*\b(?:19|20)\d\d$")  # "... December 31, 2022 and 2021 50"
 _BULLET = re.compile(r"^[•▪●◦\-–*]\s")
 # a financial statement's title: "Consolidated Balance Sheets", "Condensed Statements of
-# Operations", "Statement of Changes in Shareholders' Equity", "Income Statement"
-_STATEMENT = re.compile(
-    r"^(?:(?:condensed|consolidated|combined|interim|unaudited|group|parent\s+company)\s+){0,3}"
-    r"(?:balance\s+sheets?|income\s+statements?|cash\s+flows?\s+statements?|statements?\s+of\s+"
-    r"(?:consolidated\s+)?(?:income|operations|earnings|(?:comprehensive\s+)?(?:income|loss|"
-    r"earnings)|cash\s+flows?|financial\s+(?:position|condition)|profit\s+(?:or|and)\s+loss|"
-    r"(?:changes\s+in\s+)?(?:(?:share|stock)(?:holders|owners)[’']?\s+)?(?:equity|deficit)))\b",
-    re.IGNORECASE)
-# the five primary statements, by what their title names
-_KINDS = (("comprehensive", re.compile(r"comprehensive", re.I)),
-          ("cash", re.compile(r"cash\s+flow", re.I)),
-          ("equity", re.compile(r"equity|deficit", re.I)),
-          ("position", re.compile(r"balance\s+sheet|financial\s+(?:position|condition)", re.I)),
-          ("income", re.compile(r"income|operations|earnings|profit|loss", re.I)))
+# Operations", "Statement of Changes in Shareholders' Equity", "Income Statement" (the titles
+# are the vocabulary's: proxy_pointer/vocab/filings.toml)
+_STATEMENT = FILINGS.statement_pattern
 _CONTINUED = re.compile(r"\bcontinued\b|\(cont(?:'d|\.)?\)", re.IGNORECASE)
 _CAPTION_LINES = 8  # a statement's title is among the first lines of its page
 _LABEL = re.compile(r"^\s*(?:part|item|note|section|chapter|article)\s+(?=[\divxlc]+[a-z]?\b)",
@@ -443,7 +432,7 @@ def place_statements(pages: list[list[Line]], anchors: dict[int, Line]) -> int:
 
 def _kind(title: str) -> str:
     """Which of the five primary statements a statement title names."""
-    return next((kind for kind, pattern in _KINDS if pattern.search(title)), title.lower())
+    return FILINGS.statement_kind(title)
 
 
 def _level_statement(pages: list[list[Line]], caption: Line, anchors: dict[int, Line]

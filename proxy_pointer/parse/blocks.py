@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ..convert.pdf_lines import NUMBER, is_table_row
 from ..tokens import WORD_PIECES, DocumentTokens, Sizer, SpanCounter, WordPieceCounter
+from ..vocab.filings import FILINGS
 
 __all__ = ["Piece", "SplitContext", "embed_view", "split_bodies", "table_layout"]
 
@@ -232,8 +233,7 @@ def _strip_span(text: str, a: int, b: int) -> tuple[int, int]:
 _HEAD_ROWS = 5  # lines above a text table's first data row that may be its header
 _HEAD_LABELS = 2  # rows without an amount under a pipe table's header that still head it
 _YEAR_RE = re.compile(r"^\(?(?:19|20)\d\d\)?[,.]?$")
-_DATE_RE = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+"
-                      r"\d{1,2}\b,?", re.I)
+_DATE_RE = re.compile(rf"\b{FILINGS.month_pattern}\s+\d{{1,2}}\b,?", re.I)
 
 
 def table_layout(lines: Sequence[str]) -> tuple[int, list[tuple[int, int]]] | None:

@@ -23,6 +23,7 @@ from datetime import date
 from typing import Any
 
 from ..tokens import count_tokens
+from ..vocab.filings import FILINGS
 from .periods import DATE, Period, asked_periods, fiscal_year, parse_date, quarter_period
 
 __all__ = ["CARD_FIELDS", "KIND_WORDS", "Card", "abbreviates", "card_matches",
@@ -31,8 +32,8 @@ __all__ = ["CARD_FIELDS", "KIND_WORDS", "Card", "abbreviates", "card_matches",
 _HEAD_CHARS = 50_000  # the cover pages, after a glossy report's letter to shareholders
 _QUARTER_CHARS = 80_000  # "three and six months ended" is in the first statements
 
-_FORMS = r"10-KT?|10-QT?|8-K|20-F|40-F|6-K|11-K|S-1|S-4|DEF 14A|N-CSR"
-_FORM = re.compile(rf"\bFORM\s+({_FORMS})\b")  # capitals: the cover, not "our Form 10-K"
+# capitals: the cover, not "our Form 10-K"
+_FORM = re.compile(rf"\bFORM\s+({FILINGS.form_pattern})\b")
 _REPORT_FORMS = (("ANNUAL REPORT PURSUANT", "10-K"), ("QUARTERLY REPORT PURSUANT", "10-Q"),
                  ("CURRENT REPORT", "8-K"))
 _EARNINGS = re.compile(
@@ -47,16 +48,15 @@ _EVENT = re.compile(rf"\bDate\s+of\s+Report[^:]{{0,60}}:\s*({DATE})", re.I)
 _MONTHS_ENDED = re.compile(r"\b(?:three\s+and\s+)?(six|nine)\s+months\s+ended", re.I)
 _REGISTRANT = re.compile(r"\(\s*exact\s+name\s+of\s+(?:the\s+)?registrant", re.I)
 _FILE_NUMBER = re.compile(r"commission\s+file\s+(?:number|no\.?)\s*:?\s*[\d-]+", re.I)
-_EXCHANGE = (r"(?:The\s+)?(?:New\s+York\s+Stock\s+Exchange|NYSE|Nasdaq|NASDAQ|"
-             r"Chicago\s+Stock\s+Exchange)")
+_EXCHANGE = FILINGS.exchange_pattern
 _TICKER = re.compile(rf"(?<![\w$./-])([A-Z]{{1,5}}(?:\.[A-Z])?),?\s+{_EXCHANGE}")
 _DATELINE = re.compile(
     r"([A-Z][\w&.,'’ -]{1,80}?)\s*\(\s*(?:NYSE|NASDAQ|Nasdaq)(?:\s+\w+)?\s*:\s*([A-Z.]{1,6})\)")
-_SUFFIXES = {"company", "co", "corp", "corporation", "inc", "incorporated", "plc", "ltd",
-             "limited", "llc", "lp", "nv", "sa", "ag", "se", "holdings", "group",
-             "international", "&", "and"}
+_SUFFIXES = frozenset(FILINGS.legal_suffixes)
 _GENERIC = {"company", "the company", "we", "us", "our", "registrant", "corporation",
             "parent", "issuer"}
+# a title that is the file's name: the endings of the formats read ("report.html")
+_FILE_ENDINGS = (".pdf", ".md", ".markdown", ".htm", ".html", ".xhtml", ".docx", ".txt")
 _ABSTRACT = re.compile(r"^#{1,6}\s*abstract\b", re.I | re.M)
 
 
@@ -360,17 +360,12 @@ def _is_cover_title(title: str) -> bool:
     COMMISSION", "Table of Contents") rather than its name."""
     t = title.lower()
     return not t or "securities and exchange commission" in t or t.startswith(
-        ("table of contents", "form ", "introduction")) or t.endswith((".pdf", ".md", ".htm"))
+        ("table of contents", "form ", "introduction")) or t.endswith(_FILE_ENDINGS)
 
 
 # --- filters --------------------------------------------------------------------------------
-#: Kinds a filter or a question may name by their common words.
-KIND_WORDS = {"10-K": ("10-k", "annual report", "annual"), "20-F": ("20-f", "annual report",
-              "annual"), "40-F": ("40-f", "annual report", "annual"),
-              "10-Q": ("10-q", "quarterly report", "quarterly"),
-              "8-K": ("8-k", "current report"),
-              "earnings release": ("earnings release", "press release", "earnings"),
-              "paper": ("paper", "article")}
+#: Kinds a filter or a question may name by their common words (the vocabulary's forms).
+KIND_WORDS = FILINGS.kind_words
 
 
 def card_matches(card: Card, key: str, value: str) -> bool:

@@ -17,14 +17,12 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
+from ..vocab.filings import FILINGS
+
 __all__ = ["Asked", "Period", "asked_periods", "fiscal_year", "parse_date", "quarter_period"]
 
-_MONTHS = {m: i for i, m in enumerate(
-    ("january february march april may june july august september october november "
-     "december").split(), 1)}
-_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
-_MONTHS["sept"] = 9
-_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_MONTHS = FILINGS.month_numbers
+_MONTH = FILINGS.month_pattern
 #: "December 31, 2022", "Dec. 31 2022", "31 December 2022", "2022-12-31" or "12/31/2022".
 DATE = (rf"(?:{_MONTH}\s+\d{{1,2}},?\s+(?:19|20)\d\d|\d{{1,2}}\s+{_MONTH}\s+(?:19|20)\d\d"
         r"|(?:19|20)\d\d-\d\d-\d\d|\d{1,2}/\d{1,2}/(?:19|20)\d\d)")

@@ -149,7 +149,8 @@ def boost_titles(index: Corpus, ranked: list[tuple[int, float]], query: np.ndarr
     return sorted(scores.items(), key=lambda t: (-t[1], t[0]))
 
 
-_WORD = re.compile(r"[a-z0-9]+")
+# a word of a title, a question or a section (letters of any script, digits)
+_WORD = re.compile(r"\w+")
 # words a title may carry without naming anything in particular
 _TITLE_FILLER = frozenset({
     "a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "our",
@@ -455,9 +456,6 @@ def merge_duplicates(index: Corpus, selected: Selected) -> Selected:
         else:
             kept.append((i, cand, rng, size))
     return [(c, r) for _, c, r, _ in kept]
-
-
-_WORD = re.compile(r"\w+")
 
 
 def _shingles(text: str) -> frozenset[int]:

@@ -37,10 +37,11 @@ from typing import Any
 
 from ..parse.cards import KIND_WORDS, Card, abbreviates
 from ..parse.periods import Period, asked_periods
+from ..vocab.filings import FILINGS
 
 __all__ = ["Route", "Shelf", "route"]
 
-_ANNUAL = ("10-K", "20-F", "40-F")
+_ANNUAL = FILINGS.natures("annual")  # 10-K, 10-KT, 20-F, 40-F
 #: Capitalised words of business prose that are never a company's abbreviation here.
 _ACRONYMS = frozenset("CEO CFO COO CTO EPS GAAP EBIT EBITDA FY USD US UK EU ESG AGM SEC IPO "
                       "ROE ROA ROI ROIC FCF CAPEX OPEX LLC LTD INC PLC NYSE NASDAQ YOY QOQ "

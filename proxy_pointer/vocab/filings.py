@@ -1,0 +1,259 @@
+"""The filing vocabulary, read from ``filings.toml`` beside this module: one home for the
+words of filings that cards, routing, periods, the PDF converter and query understanding
+read.
+
+The data says what filings call things (forms and their nature, statement titles, line
+items as filings print them, months, legal suffixes, exchanges) and what a question means
+by a concept (a ratio, a margin, a trend): the statements that answer it and the line
+items it needs. Code here only types the rows and derives what each reader needs from them
+(a statement-title pattern, a form's words); :data:`FILINGS` is the vocabulary, read once.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .phrases import PhraseSet, expand_choices, words
+
+__all__ = ["FILINGS", "Concept", "Form", "LineItem", "Statement", "Vocabulary",
+           "read_vocabulary"]
+
+_PATH = Path(__file__).with_name("filings.toml")
+
+
+@dataclass(frozen=True)
+class Form:
+    """A form kind (``"10-K"``, ``"earnings release"``), its ``nature`` (annual, quarterly,
+    current, proxy, registration, other) and how questions write it."""
+
+    name: str
+    nature: str
+    written: tuple[str, ...]
+    cover: bool = True
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A part of a filing a question may need: a primary statement, an MD&A discussion or a
+    note (``kind``); ``titles`` every section title it goes by (choices expanded);
+    ``kind_words`` the words that tell a statement title's kind; ``named`` how a question
+    names it."""
+
+    key: str
+    kind: str
+    label: str
+    titles: tuple[str, ...]
+    kind_words: tuple[str, ...]
+    named: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LineItem:
+    """A line item: the ``statement`` it is printed in, the ``names`` filings print it by
+    and the other ways a question ``written`` it ("capex", "COGS")."""
+
+    key: str
+    statement: str
+    names: tuple[str, ...]
+    written: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Concept:
+    """What a question may ask for without naming a statement (a ratio, a margin, a
+    trend): the phrases that name it, the ``statements`` that answer it (first needed
+    first), the ``items`` it needs, and the examples its tests check."""
+
+    key: str
+    written: tuple[str, ...]
+    statements: tuple[str, ...]
+    items: tuple[str, ...]
+    matches: tuple[str, ...]
+    misses: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one is read per file
+class Vocabulary:
+    """The filing vocabulary (module docstring)."""
+
+    months: tuple[str, ...]
+    legal_suffixes: tuple[str, ...]
+    exchanges: tuple[str, ...]
+    statement_qualifiers: tuple[str, ...]
+    secondary_statement_words: tuple[str, ...]
+    forms: tuple[Form, ...]
+    statements: tuple[Statement, ...]
+    items: tuple[LineItem, ...]
+    concepts: tuple[Concept, ...]
+
+    def statement(self, key: str) -> Statement:
+        return next(s for s in self.statements if s.key == key)
+
+    def item(self, key: str) -> LineItem:
+        return next(i for i in self.items if i.key == key)
+
+    def natures(self, nature: str) -> tuple[str, ...]:
+        """The names of the forms of one nature: ``natures("annual")`` -> 10-K, 10-KT, ..."""
+        return tuple(f.name for f in self.forms if f.nature == nature)
+
+    @cached_property
+    def kind_words(self) -> dict[str, tuple[str, ...]]:
+        """Each form's name and the words a filter or a question names it by, lower-case:
+        ``"10-K"`` -> 10-k, 10k, 10 k, form 10-k, annual report, annual (its nature, for
+        annual and quarterly reports)."""
+        out = {}
+        for f in self.forms:
+            names = [f.name.lower(), *(w.lower() for w in f.written)]
+            if f.nature in ("annual", "quarterly"):
+                names.append(f.nature)
+            out[f.name] = tuple(dict.fromkeys(names))
+        return out
+
+    @cached_property
+    def form_pattern(self) -> str:
+        """The forms a cover page names ("FORM 10-K"), as alternatives (longest first)."""
+        names = sorted((f.name for f in self.forms if f.cover), key=lambda n: (-len(n), n))
+        return "|".join(re.escape(n).replace(r"\ ", " ") for n in names)
+
+    @cached_property
+    def exchange_pattern(self) -> str:
+        """A stock exchange as a cover page writes it ("The New York Stock Exchange")."""
+        names = (r"\s+".join(map(re.escape, e.split())) for e in self.exchanges)
+        return rf"(?:The\s+)?(?:{'|'.join(names)})"
+
+    @cached_property
+    def month_pattern(self) -> str:
+        """A regular expression for a month's name or abbreviation ("Dec.", "Sept")."""
+        abbr = sorted({m[:3] for m in self.months} | {"sept"}, key=lambda s: (-len(s), s))
+        return rf"(?:{'|'.join(abbr)})[a-z]*\.?"
+
+    @cached_property
+    def month_numbers(self) -> dict[str, int]:
+        """Month name and three-letter abbreviation (and "sept") -> 1..12."""
+        out = {m: i for i, m in enumerate(self.months, 1)}
+        out.update({m[:3]: i for m, i in list(out.items())})
+        out["sept"] = 9
+        return out
+
+    @cached_property
+    def statement_pattern(self) -> re.Pattern[str]:
+        """A primary statement's title at the start of a line, after up to three
+        qualifiers ("Condensed Consolidated Statements of Cash Flows"); a word's plural
+        ``s`` and possessive apostrophe aside, "consolidated" allowed after "of"."""
+        quals = "|".join(r"\s+".join(map(re.escape, q.split())) for q in self.statement_qualifiers)
+        alts = [_title_regex(t) for s in self.statements if s.kind == "statement"
+                for t in s.titles]
+        return re.compile(rf"^(?:(?:{quals})\s+){{0,3}}(?:{'|'.join(alts)})\b", re.IGNORECASE)
+
+    def statement_kind(self, title: str) -> str:
+        """Which primary statement a statement title names, by its words in the file's
+        order ("... Income and Comprehensive Income" is comprehensive income); the title
+        in lower case when none says."""
+        low = " ".join(words(title))
+        for s in self.statements:
+            if s.kind == "statement" and any(
+                    re.search(rf"\b{re.escape(' '.join(words(w)))}\b", low) for w in s.kind_words):
+                return s.key
+        return title.lower()
+
+    @cached_property
+    def titles(self) -> PhraseSet[str]:
+        """Every title of every statement, discussion and note -> its key."""
+        return PhraseSet((t, s.key) for s in self.statements for t in s.titles)
+
+    def secondary(self, title: str) -> bool:
+        """Whether a statement's title makes it another entity's than the filer's
+        consolidated one ("Parent Company - Condensed Balance Sheets")."""
+        have = f" {' '.join(words(title))} "
+        return any(f" {' '.join(words(w))} " in have for w in self.secondary_statement_words)
+
+    def section_kinds(self, title: str) -> set[str]:
+        """The statements (discussions, notes) a section title is: the title, without its
+        qualifiers and a leading numbering, starts with one of their titles ("Consolidated
+        Statements of Income and Comprehensive Income" is an income statement)."""
+        seq = list(words(title))
+        quals = {words(q) for q in self.statement_qualifiers}
+        while seq and (seq[0].isdigit() or seq[0] in ("note", "item")):
+            seq.pop(0)
+        changed = True
+        while changed and seq:
+            changed = False
+            for q in quals:
+                if tuple(seq[:len(q)]) == q:
+                    seq = seq[len(q):]
+                    changed = True
+        if len(seq) > 2 and seq[1] == "of" and seq[2] == "consolidated":
+            seq.pop(2)
+        text = " ".join(seq)
+        return {m.value for m in self.titles.find(text) if m.first == 0}
+
+
+def _title_regex(title: str) -> str:
+    """A title phrase as a pattern: words apart by white space, each with an optional
+    plural ``s`` and possessive apostrophe, "of" followed by an optional
+    "consolidated"."""
+    parts = []
+    for w in title.split():
+        w = w.lower()
+        stem = w[:-1] if len(w) > 3 and w.endswith("s") else w
+        parts.append(re.escape(stem) + r"s?['’]?" if len(stem) > 2 else re.escape(stem))
+        if w == "of":
+            parts[-1] += r"(?:\s+consolidated)?"
+    return r"\s+".join(parts)
+
+
+def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
+    """The vocabulary in ``path`` (the shipped ``filings.toml`` by default);
+    :class:`~proxy_pointer.errors.ConfigError` naming the file and the row for a row that
+    names a statement or line item the file does not define."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read the vocabulary: {e}") from e
+    w = data.get("words", {})
+    vocab = Vocabulary(
+        months=tuple(w.get("months", ())), legal_suffixes=tuple(w.get("legal_suffixes", ())),
+        exchanges=tuple(w.get("exchanges", ())),
+        statement_qualifiers=tuple(w.get("statement_qualifiers", ())),
+        secondary_statement_words=tuple(w.get("secondary_statement_words", ())),
+        forms=tuple(Form(r["name"], r["nature"], _tup(r, "written"), bool(r.get("cover", True)))
+                    for r in data.get("form", ())),
+        statements=tuple(Statement(r["key"], r["kind"], r["label"],
+                                   tuple(t for p in r["titles"] for t in expand_choices(p)),
+                                   _tup(r, "kind_words"), _tup(r, "named"))
+                         for r in data.get("statement", ())),
+        items=tuple(LineItem(r["key"], r["statement"], _tup(r, "names"), _tup(r, "written"))
+                    for r in data.get("item", ())),
+        concepts=tuple(Concept(r["key"], _tup(r, "written"), _tup(r, "statements"),
+                               _tup(r, "items"), _tup(r, "matches"), _tup(r, "misses"))
+                       for r in data.get("concept", ())))
+    _check(vocab, path)
+    return vocab
+
+
+def _tup(row: dict[str, Any], key: str) -> tuple[str, ...]:
+    return tuple(str(x) for x in row.get(key, ()))
+
+
+def _check(vocab: Vocabulary, path: Path) -> None:
+    statements = {s.key for s in vocab.statements}
+    items = {i.key for i in vocab.items}
+    for i in vocab.items:
+        if i.statement not in statements:
+            raise ConfigError(f"{path}: item {i.key!r} names no statement: {i.statement!r}")
+    for c in vocab.concepts:
+        bad = [s for s in c.statements if s not in statements] + [
+            x for x in c.items if x not in items]
+        if bad:
+            raise ConfigError(f"{path}: concept {c.key!r} names what the file does not "
+                              f"define: {', '.join(bad)}")
+
+
+FILINGS = read_vocabulary()

@@ -1,0 +1,118 @@
+"""What a question means, from the vocabulary and the user's synonyms: its expansion.
+
+A question that names a concept ("Does 3M have positive working capital?") and not the
+statement that answers it is expanded with what answers it (:func:`understand`):
+
+* the **statements** the concept needs, first needed first (the balance sheet; the income
+  statement and the balance sheet for inventory turnover), which the retriever ranks and
+  title-boosts as if the question named them;
+* the **line items** it needs, as filings print them ("total current assets", "total
+  current liabilities"), added to the searched text (BM25 and the dense query) and so to
+  the words the packer picks a statement's rows by;
+* line items written another way ("capex", "COGS", "PP&E") get the printed names beside
+  them, by the same one-way rules a user's synonyms file holds; a user's
+  :class:`~.synonyms.Synonyms` are applied first.
+
+:class:`Expansion` says what was done; every result carries it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from .filings import FILINGS, Concept, Vocabulary
+from .phrases import PhraseSet, words
+from .synonyms import Applied, Rule, Synonyms
+
+__all__ = ["Expansion", "concept_phrases", "item_synonyms", "understand"]
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """How a question was expanded before the search: the ``concepts`` it names (keys of
+    the vocabulary), the ``statements`` that answer them (keys, first needed first), the
+    line ``items`` added, the synonym rules that fired (``synonyms``), the ``searched``
+    text ("" when it is the question) and the refs of the ``sections`` the statements
+    were found as (set by the retriever)."""
+
+    concepts: tuple[str, ...] = ()
+    statements: tuple[str, ...] = ()
+    items: tuple[str, ...] = ()
+    synonyms: tuple[Applied, ...] = ()
+    searched: str = ""
+    sections: tuple[str, ...] = field(default=())
+
+    def __bool__(self) -> bool:
+        return bool(self.concepts or self.synonyms)
+
+    def text(self, question: str) -> str:
+        """The text searched for ``question``."""
+        return self.searched or question
+
+    def describe(self) -> str:
+        """One line for people: "concept working_capital: balance sheet (found as
+        10k.md#0042); items total current assets, ...; synonyms PTO + paid time off"."""
+        labels = {s.key: s.label for s in FILINGS.statements}
+        parts = []
+        if self.concepts:
+            found = f" (found as {', '.join(self.sections)})" if self.sections else (
+                " (not found as sections)")
+            parts.append(f"concept {', '.join(self.concepts)}: "
+                         f"{', '.join(labels.get(s, s) for s in self.statements)}{found}")
+        if self.items:
+            parts.append(f"items {', '.join(self.items)}")
+        for a in self.synonyms:
+            parts.append(f"synonyms {a.written} {'=>' if a.replaced else '+'} "
+                         f"{', '.join(a.added)}")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, the ``expansion`` field of a result."""
+        labels = {s.key: s.label for s in FILINGS.statements}
+        return {"concepts": list(self.concepts),
+                "statements": [labels.get(s, s) for s in self.statements],
+                "items": list(self.items),
+                "synonyms": [{"written": a.written, "added": list(a.added),
+                              "replaced": a.replaced} for a in self.synonyms],
+                "searched": self.searched, "sections": list(self.sections)}
+
+
+@lru_cache(maxsize=4)
+def concept_phrases(vocab: Vocabulary) -> PhraseSet[Concept]:
+    """Every phrase that names a concept -> the concept."""
+    return PhraseSet((w, c) for c in vocab.concepts for w in c.written)
+
+
+@lru_cache(maxsize=4)
+def item_synonyms(vocab: Vocabulary) -> Synonyms:
+    """The vocabulary's line items as one-way synonym rules: each way a question writes an
+    item ("capex") is searched with the names filings print it by beside it
+    (``capex => capex, purchases of property, plant and equipment, ...``)."""
+    return Synonyms((Rule((w,), (w, *i.names), "filings.toml")
+                     for i in vocab.items for w in i.written), source="filings.toml")
+
+
+def understand(question: str, *, vocabulary: Vocabulary | None = FILINGS,
+               synonyms: Synonyms | None = None) -> Expansion:
+    """The :class:`Expansion` of ``question``: the user's ``synonyms`` first, then (unless
+    ``vocabulary`` is None) the concepts and line items of the filing vocabulary. Linear in
+    the question's length (:class:`~.phrases.PhraseSet`)."""
+    text, applied = synonyms.apply(question) if synonyms else (question, [])
+    if vocabulary is None:
+        return Expansion(synonyms=tuple(applied), searched=text if applied else "")
+    concepts = list(dict.fromkeys(m.value for m in concept_phrases(vocabulary).find(question)))
+    text, more = item_synonyms(vocabulary).apply(text)
+    applied.extend(more)
+    statements = list(dict.fromkeys(s for c in concepts for s in c.statements))
+    items = list(dict.fromkeys(i for c in concepts for i in c.items))
+    have = " " + " ".join(words(text)) + " "
+    names = [n for key in items for n in vocabulary.item(key).names
+             if f" {' '.join(words(n))} " not in have]
+    if names:
+        text = f"{text} ({'; '.join(dict.fromkeys(names))})"
+    if not (concepts or applied):
+        return Expansion()
+    return Expansion(tuple(c.key for c in concepts), tuple(statements), tuple(items),
+                     tuple(applied), text if text != question else "")
