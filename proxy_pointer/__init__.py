@@ -83,6 +83,7 @@ _LAZY = {
     "build_tree": "parse.tree",
     "format_tree": "parse.tree",
     "VectorIndexConfig": "stores.vectors",
+    "Synonyms": "vocab.synonyms",
 }
 
 if TYPE_CHECKING:
@@ -109,6 +110,7 @@ if TYPE_CHECKING:
     from .stores import DocumentRecord, LocalStore, Manifest, MilvusStore, Store
     from .stores.lexical import LexicalIndex
     from .stores.vectors import VectorIndexConfig
+    from .vocab.synonyms import Synonyms
 
 
 def __getattr__(name: str) -> Any:
@@ -166,6 +168,7 @@ __all__ = [
     "SourceFile",
     "Store",
     "StoreError",
+    "Synonyms",
     "Tree",
     "TreeConfig",
     "UpdateReport",

@@ -59,6 +59,14 @@ def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
                    help="fill the budget with the best blocks of the sections, or with whole "
                         "sections in rank order (default %(default)s)")
     _add_principal_option(p, where=True)
+    _add_vocabulary_options(p)
+
+
+def _add_vocabulary_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--synonyms", default=None, metavar="FILE", help="synonyms for questions "
+                   "(Solr format: 'a, b' equivalent, 'a => b' one-way); no re-index")
+    p.add_argument("--vocabulary", action=argparse.BooleanOptionalAction, default=True, help=(
+        "search a filing concept (working capital, capex) with its statements (default on)"))
 
 
 def _add_principal_option(p: argparse.ArgumentParser, *, where: bool = False) -> None:
@@ -169,6 +177,7 @@ def _documents_options(d: argparse.ArgumentParser) -> None:
 
 def _serve_options(s: argparse.ArgumentParser) -> None:
     _add_index_option(s)
+    _add_vocabulary_options(s)
     s.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default %(default)s, this machine only)")
     s.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
@@ -203,6 +212,7 @@ def _ask_options(a: argparse.ArgumentParser) -> None:
 
 def _mcp_options(m: argparse.ArgumentParser) -> None:
     _add_index_option(m)
+    _add_vocabulary_options(m)
     m.add_argument("--principal", action="append", default=None, metavar="GROUP",
                    help="the client reads as a member of GROUP (repeatable); without it, "
                         "only documents without 'access'")
@@ -233,26 +243,14 @@ def _read_source(path: str, encoding: str) -> tuple[str, tuple[int, ...]]:
 
 def _cmd_convert(args: argparse.Namespace) -> int:
     from .convert import converter_for
+    from .convert.base import with_page_markers
 
     if converter_for(args.file) is None:
         raise DocumentError(args.file, "is not a PDF, HTML or Word (.docx) file; Markdown and "
                             "text files are indexed as they are")
     markdown, page_starts = _read_source(args.file, "utf-8")
-    starts = {} if args.no_pages else _page_markers(page_starts)
-    out: list[str] = []
-    for n, line in enumerate(markdown.splitlines(keepends=True), 1):
-        out.extend(f"<!-- page {p} -->\n" for p in starts.get(n, ()))
-        out.append(line)
-    sys.stdout.write("".join(out))
+    sys.stdout.write(markdown if args.no_pages else with_page_markers(markdown, page_starts))
     return 0
-
-
-def _page_markers(page_starts: tuple[int, ...]) -> dict[int, list[int]]:
-    """line -> the pages that start on it (several where pages hold no text)."""
-    marks: dict[int, list[int]] = {}
-    for page, line in enumerate(page_starts, 1):
-        marks.setdefault(line, []).append(page)
-    return marks
 
 
 def _cmd_tree(args: argparse.Namespace) -> int:
@@ -349,7 +347,8 @@ def _open_service(args: argparse.Namespace) -> Service:
     from .stores import open_store
 
     return Service(open_store(args.index, token=args.milvus_token),
-                   refresh_seconds=float("inf"))
+                   refresh_seconds=float("inf"), synonyms=getattr(args, "synonyms", None),
+                   vocabulary=getattr(args, "vocabulary", True))
 
 
 def _retrieval_config(service: Service, args: argparse.Namespace) -> RetrievalConfig:
@@ -366,10 +365,13 @@ def _retrieval_config(service: Service, args: argparse.Namespace) -> RetrievalCo
     return RetrievalConfig(budget=args.budget, k=args.k, k_search=args.k_search,
                            doc_ids=tuple(doc_ids) or None, path_prefix=args.path,
                            expand=args.expand, hybrid=args.hybrid, mode=args.mode,
-                           packing=args.packing, principal=args.principal, where=args.where)
+                           packing=args.packing, principal=args.principal, where=args.where,
+                           synonyms=service.synonyms, vocabulary=service.vocabulary)
 
 
 def _print_sections(retrieval: Retrieval) -> None:
+    if retrieval.expansion:
+        print(f"--- {retrieval.expansion.describe()}")
     r = retrieval.routing
     if r:
         asked = ", ".join(x for x in (", ".join(r.names), r.period, r.kind) if x)
@@ -483,7 +485,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     tokens = read_tokens(args.tokens) if args.tokens else None
     llm = make_llm(args.llm, base_url=args.llm_base_url)
-    service = Service(open_store(args.index, token=args.milvus_token), llm=llm)
+    service = Service(open_store(args.index, token=args.milvus_token), llm=llm,
+                      synonyms=args.synonyms, vocabulary=args.vocabulary)
     token = os.environ.get(TOKEN_ENV) or None
     health = service.health(access=Access())
 
@@ -537,7 +540,8 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
               file=sys.stderr)
     serve(args.index, transport=args.transport, host=args.host, port=args.port,
           token=args.milvus_token, principal=args.principal or (),
-          tokens=read_tokens(args.tokens) if args.tokens else None)
+          tokens=read_tokens(args.tokens) if args.tokens else None,
+          synonyms=args.synonyms, vocabulary=args.vocabulary)
     return 0
 
 

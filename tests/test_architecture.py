@@ -26,7 +26,7 @@ PUBLIC = {
     "LexicalIndex", "LocalStore", "Manifest",
     "Node", "NoiseConfig", "OnnxEmbedder", "OpenAICompatibleLLM", "ProxyPointerError", "Retrieval",
     "RetrievalConfig", "Retriever", "ScriptedLLM", "Section", "SentenceTransformerEmbedder",
-    "SourceFile",
+    "SourceFile", "Synonyms",
     "Store", "StoreError", "MilvusStore", "Tree", "TreeConfig", "UpdateReport",
     "VectorIndexConfig", "__version__",
     "build_tree", "chunk_text", "chunk_tree", "classify_noise", "discover", "format_tree",

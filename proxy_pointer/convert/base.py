@@ -14,7 +14,8 @@ from typing import Protocol, runtime_checkable
 
 from ..errors import DocumentError
 
-__all__ = ["ConversionError", "Converted", "Converter", "page_label", "page_of", "page_span"]
+__all__ = ["ConversionError", "Converted", "Converter", "page_label", "page_of", "page_span",
+           "with_page_markers"]
 
 
 class ConversionError(DocumentError):
@@ -84,3 +85,16 @@ def page_label(span: tuple[int, int]) -> str:
     """A page span as people write it: ``"p. 37"``, ``"p. 37-38"``."""
     a, b = span
     return f"p. {a}" if a == b else f"p. {a}-{b}"
+
+
+def with_page_markers(markdown: str, page_starts: tuple[int, ...]) -> str:
+    """``markdown`` with a ``<!-- page N -->`` line before the line each page starts on
+    (several where pages hold no text), as ``proxy-pointer convert`` prints it."""
+    marks: dict[int, list[int]] = {}
+    for page, start in enumerate(page_starts, 1):
+        marks.setdefault(start, []).append(page)
+    out: list[str] = []
+    for n, text in enumerate(markdown.splitlines(keepends=True), 1):
+        out.extend(f"<!-- page {p} -->\n" for p in marks.get(n, ()))
+        out.append(text)
+    return "".join(out)

@@ -13,6 +13,7 @@ Cheap to import (the CLI reads the choices before it loads anything heavy).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sized
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -23,6 +24,7 @@ from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from ..llm.base import LLM
+    from ..vocab.synonyms import Synonyms
 
 __all__ = ["EXPANDS", "MODES", "PACKINGS", "Expand", "Limits", "Mode", "Packing",
            "RetrievalConfig", "check_budget", "check_choice", "check_count", "check_doc_ids",
@@ -149,6 +151,13 @@ class RetrievalConfig:
       know ("3M", "FY2021", "10-Q") to those documents before ranking sections
       (:mod:`.routing`); the result's ``routing`` says what matched. A question naming
       none is searched over every document, as with ``route=False``.
+    * ``vocabulary`` (default on): a question naming a concept of the filing vocabulary
+      ("working capital", "inventory turnover", "capex": :mod:`proxy_pointer.vocab`) is
+      searched with the line items it needs, and the statements that answer it are ranked
+      first as if named; ``synonyms`` (a :class:`~proxy_pointer.vocab.synonyms.Synonyms`,
+      e.g. ``Synonyms.load("synonyms.txt")`` in the Solr format) are applied to the
+      question first. Both act at query time; the result's ``expansion`` says what they
+      did.
     """
 
     budget: int = defaults.BUDGET
@@ -174,8 +183,14 @@ class RetrievalConfig:
     principal: tuple[str, ...] | None = None
     where: tuple[tuple[str, str], ...] | None = None
     route: bool = True
+    vocabulary: bool = True
+    synonyms: Synonyms | str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.synonyms, str | os.PathLike):
+            from ..vocab.synonyms import Synonyms
+
+            object.__setattr__(self, "synonyms", Synonyms.load(self.synonyms))
         view = Access.of(self.principal, self.where)  # ConfigError for a malformed one
         object.__setattr__(self, "principal", None if view.principal is None
                            else tuple(sorted(view.principal)))

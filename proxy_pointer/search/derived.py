@@ -41,6 +41,7 @@ class Derived:
         self._pieces: OrderedDict[tuple[str, int, int], list[tuple[int, int, int]]] = (
             OrderedDict())
         self._visible: OrderedDict[Hashable, Any] = OrderedDict()  # view -> docs, rows
+        self._kept: OrderedDict[Hashable, Any] = OrderedDict()  # (what, doc_id) -> value
         self._lock = threading.Lock()
 
     def _per_doc(self, store: OrderedDict, key: Hashable, make: Callable[[], Any]) -> Any:
@@ -60,6 +61,11 @@ class Derived:
         :meth:`~.corpus.Reader.visible_rows`), made once per view; the most recently used
         views are kept."""
         return self._per_doc(self._visible, view, make)
+
+    def per_document(self, what: str, doc_id: str, make: Callable[[], Any]) -> Any:
+        """``what`` of one document (its statement sections, say), made once; kept for the
+        documents asked about most recently."""
+        return self._per_doc(self._kept, (what, doc_id), make)
 
     def line_starts(self, doc_id: str) -> list[int]:
         """Character offset of each line of a stored document, and of its end."""

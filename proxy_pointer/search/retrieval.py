@@ -23,7 +23,12 @@ import numpy as np
 
 from ..access import Access, public_metadata
 from ..parse.tree import normalize_title
+from ..refs import Ref
+from ..vocab.filings import FILINGS
+from ..vocab.synonyms import Synonyms
+from ..vocab.understanding import Expansion, understand
 from .config import RetrievalConfig, check_question
+from .expansion import boost_statements
 from .packing import pack_evidence, pack_sections
 from .ranking import (
     Candidate,
@@ -65,6 +70,7 @@ class Retrieval:
     """Seconds per stage: ``embed`` (query vector), ``search`` (dense, BM25, fusion),
     ``dedupe`` (grouping chunks by node) and ``slice`` (sections, trimming, budget)."""
     routing: Route = field(default_factory=Route)  # the documents the question named
+    expansion: Expansion = field(default_factory=Expansion)  # concepts, statements, synonyms
 
     @property
     def context(self) -> str:
@@ -76,10 +82,14 @@ class Retrieval:
         MCP ``search``): ``question``, ``tokens_used``, ``budget``, ``contexts`` (each
         :meth:`Section.to_dict <.sections.Section.to_dict>`, with the ``ref`` every interface
         opens), ``omitted`` (refs the budget could not hold) and ``routing`` (the documents
-        the question was sent to and which card fields matched: :class:`~.routing.Route`)."""
+        the question was sent to and which card fields matched: :class:`~.routing.Route`)
+        and ``expansion`` (the concepts the question names, the statements and line items
+        they need, the synonyms applied: :class:`~proxy_pointer.vocab.understanding.
+        Expansion`)."""
         return {"question": self.question, "tokens_used": self.tokens_used,
                 "budget": self.budget, "contexts": [s.to_dict() for s in self.sections],
-                "omitted": list(self.omitted), "routing": self.routing.to_dict()}
+                "omitted": list(self.omitted), "routing": self.routing.to_dict(),
+                "expansion": self.expansion.to_dict()}
 
 
 class Retriever:
@@ -118,7 +128,8 @@ class Retriever:
             else:
                 routed = Route()
         timings["route"] = time.perf_counter() - t
-        ranked, q = self._search(question[:_MAX_QUESTION_CHARS], cfg, rows, timings)
+        question = question[:_MAX_QUESTION_CHARS]
+        ranked, q, expansion = self._understood(question, cfg, rows, timings)
         t = time.perf_counter()
         candidates = group(self.corpus, ranked)
         if cfg.documents:
@@ -133,13 +144,29 @@ class Retriever:
             timings["rerank"] = time.perf_counter() - t1
         timings["dedupe"] = time.perf_counter() - t
         t = time.perf_counter()
-        sections, omitted = self._assemble(question, candidates, cfg, q)
+        sections, omitted = self._assemble(expansion.text(question), candidates, cfg, q)
         timings["slice"] = time.perf_counter() - t
         used = sum(s.tokens for s in sections)
         return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates),
-                         tuple(omitted), timings, routed)
+                         tuple(omitted), timings, routed, expansion)
 
     # --- search ---------------------------------------------------------------------
+    def _understood(self, question: str, cfg: RetrievalConfig, rows: np.ndarray | None,
+                    timings: dict[str, float]
+                    ) -> tuple[list[tuple[int, float]], np.ndarray, Expansion]:
+        """The question's expansion (synonyms, then the filing vocabulary's concepts), the
+        ranked chunks for its expanded text with the statements it needs moved first, and
+        the query vector."""
+        synonyms = cfg.synonyms if isinstance(cfg.synonyms, Synonyms) else None
+        expansion = understand(question, vocabulary=FILINGS if cfg.vocabulary else None,
+                               synonyms=synonyms)
+        ranked, q = self._search(question, expansion, cfg, rows, timings)
+        if expansion.statements:
+            ranked, moved = boost_statements(self.corpus, ranked, expansion.statements, q, rows)
+            expansion = replace(expansion, sections=tuple(
+                str(Ref.of_section(d, n, *self._lines(d, n))) for d, n in moved))
+        return ranked, q, expansion
+
     def _route(self, question: str, cfg: RetrievalConfig) -> tuple[Route, np.ndarray]:
         """Where the cards send ``question``, among the documents this request may
         search (its view and ``doc_ids``): a reader never learns of documents it cannot
@@ -180,26 +207,31 @@ class Retriever:
             rows = found if rows is None else np.intersect1d(rows, found)
         return rows
 
-    def _search(self, question: str, cfg: RetrievalConfig, rows: np.ndarray | None,
-                timings: dict[str, float]) -> tuple[list[tuple[int, float]], np.ndarray]:
-        """Chunk rows with fused scores, best first, and the query vector."""
+    def _search(self, question: str, expansion: Expansion, cfg: RetrievalConfig,
+                rows: np.ndarray | None, timings: dict[str, float]
+                ) -> tuple[list[tuple[int, float]], np.ndarray]:
+        """Chunk rows with fused scores, best first, and the query vector: the question as
+        ``expansion`` expanded it is embedded and matched by BM25; titles are matched
+        against the ``question`` as asked."""
+        searched = expansion.text(question)
         t = time.perf_counter()
-        q = np.asarray(self.corpus.embedder.embed_query(question), dtype=np.float32)
+        q = np.asarray(self.corpus.embedder.embed_query(expansion.embedded(question)),
+                       dtype=np.float32)
         timings["embed"] = time.perf_counter() - t
         t = time.perf_counter()
         try:
-            return self._rank(question, q, cfg, rows), q
+            ranked = self._chunks(question, searched, q, cfg, rows)
+            if cfg.title_boost and ranked:
+                ranked = boost_named(self.corpus, ranked, question, cfg.k_search)
+            return ranked, q
         finally:
             timings["search"] = time.perf_counter() - t
 
-    def _rank(self, question: str, q: np.ndarray, cfg: RetrievalConfig,
-              rows: np.ndarray | None) -> list[tuple[int, float]]:
-        ranked = self._chunks(question, q, cfg, rows)
-        if cfg.title_boost and ranked:
-            ranked = boost_named(self.corpus, ranked, question, cfg.k_search)
-        return ranked
+    def _lines(self, doc_id: str, node_id: str) -> tuple[int, int]:
+        node = self.corpus.tree(doc_id).get(node_id)
+        return node.start + 1, node.end
 
-    def _chunks(self, question: str, q: np.ndarray, cfg: RetrievalConfig,
+    def _chunks(self, question: str, searched: str, q: np.ndarray, cfg: RetrievalConfig,
                 rows: np.ndarray | None) -> list[tuple[int, float]]:
         labels = named_labels(question) if cfg.title_boost else []
         scores, found = self.corpus.dense_search(q, cfg.k_search, rows=rows)
@@ -208,7 +240,7 @@ class Retriever:
             dense = boost_titles(self.corpus, dense, q, labels, cfg.title_boost, rows)
         if not cfg.hybrid:
             return dense
-        lexical = self.corpus.lexical_search(question, cfg.k_search, rows,
+        lexical = self.corpus.lexical_search(searched, cfg.k_search, rows,
                                              scope=self._scope(cfg))
         return fuse_chunks(dense, lexical, cfg.rrf_k)
 

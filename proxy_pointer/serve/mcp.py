@@ -54,6 +54,7 @@ from .. import defaults
 from ..access import ANONYMOUS, Access
 from ..errors import ConfigError, ProxyPointerError
 from ..stores import open_store
+from ..vocab.synonyms import Synonyms
 from .service import Service, describe_invalid
 
 __all__ = ["build_server", "serve"]
@@ -144,9 +145,9 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
         "`trimmed` (true when only a window of a long section fit: open it whole with "
         "get_section); also "
         f"`tokens_used`, `budget` and `routing` (the documents a question naming a company, "
-        f"period or form was kept to, and a `note` when none covers the period asked). "
-        f"budget: 1..{limits.max_budget} tokens, k: "
-        f"1..{limits.max_k} sections."))
+        f"period or form was kept to, and a `note` when none covers the period asked) and "
+        f"`expansion` (concepts named, such as working capital, with the statements and items "
+        f"searched for them). budget: 1..{limits.max_budget} tokens, k: 1..{limits.max_k}."))
     server.add_tool(get_section, name="get_section", annotations=reads, description=(
         "Read what a ref from search or outline points at: for doc_id#node_id the whole "
         "section with subsections, for doc_id#L12-30 (or doc_id#L12) those lines. Returns "
@@ -240,7 +241,9 @@ async def _call(fn: Callable[..., Any], *args: Any, **options: Any) -> Any:
 
 def serve(location: str | os.PathLike[str], *, transport: Literal["stdio", "http"] = "stdio",
           host: str = HOST, port: int = PORT, token: str | None = None,
-          principal: Sequence[str] = (), tokens: Mapping[str, Access] | None = None) -> None:
+          principal: Sequence[str] = (), tokens: Mapping[str, Access] | None = None,
+          synonyms: Synonyms | str | os.PathLike[str] | None = None, vocabulary: bool = True
+          ) -> None:
     """Load the index at ``location`` (a directory or ``milvus:URI[#NAME]``; ``token`` for a
     Milvus server) and serve it until the client goes away (stdio) or Ctrl-C (http), to a
     client in the groups ``principal`` (none: it reads documents without ``access`` only).
@@ -258,7 +261,8 @@ def serve(location: str | os.PathLike[str], *, transport: Literal["stdio", "http
     # Loading may print (model downloads, library notices); over stdio, stdout is the
     # protocol's, so anything said while loading goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
-        service = Service(open_store(location, token=token))
+        service = Service(open_store(location, token=token), synonyms=synonyms,
+                          vocabulary=vocabulary)
         service.index.embedder.embed_query("warm up")  # the model loads now, not mid-request
     server = build_server(service, host=host, port=port, access=Access.of(principal),
                           tokens=tokens if transport == "http" else None)

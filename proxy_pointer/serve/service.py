@@ -42,6 +42,7 @@ from ..search.config import (
 )
 from ..search.retrieval import Retrieval
 from ..stores import Store, open_store
+from ..vocab.synonyms import Synonyms
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
@@ -59,14 +60,22 @@ class Service:
     """An index at ``location`` served to many concurrent requests.
 
     ``llm`` answers ``ask`` (none: ``ask`` raises :class:`UnavailableError`);
-    ``embedder`` defaults to the one the index was built with. ``refresh_seconds``: how
+    ``embedder`` defaults to the one the index was built with. ``synonyms`` (rules, or a
+    synonyms file's path) and ``vocabulary`` apply to every request
+    (:class:`~.search.config.RetrievalConfig`).
+    ``refresh_seconds``: how
     often the store is asked whether a newer generation was committed.
     """
 
     def __init__(self, location: str | os.PathLike[str] | Store, *, llm: LLM | None = None,
                  embedder: Embedder | None = None, limits: Limits | None = None,
-                 refresh_seconds: float = 1.0) -> None:
+                 refresh_seconds: float = 1.0,
+                 synonyms: Synonyms | str | os.PathLike[str] | None = None,
+                 vocabulary: bool = True) -> None:
         self.store = open_store(location)
+        self.synonyms = synonyms if synonyms is None or isinstance(synonyms, Synonyms) else (
+            Synonyms.load(synonyms))
+        self.vocabulary = vocabulary
         self.llm = llm
         self.limits = limits or Limits()
         self.refresh_seconds = refresh_seconds
@@ -131,6 +140,7 @@ class Service:
         if doc_ids is not None:
             check_doc_ids(doc_ids, self.limits)
         options: dict[str, Any] = {
+            "synonyms": self.synonyms, "vocabulary": self.vocabulary,
             "principal": access.principal,
             "where": (*access.where, *Access.of(where=where).where) or None}
         for name, value in (("budget", budget), ("k", k), ("path_prefix", path_prefix),

@@ -43,13 +43,18 @@ class Expansion:
     synonyms: tuple[Applied, ...] = ()
     searched: str = ""
     sections: tuple[str, ...] = field(default=())
+    dense: str = ""  # the text embedded, where it differs from ``searched``
 
     def __bool__(self) -> bool:
         return bool(self.concepts or self.synonyms)
 
     def text(self, question: str) -> str:
-        """The text searched for ``question``."""
+        """The text searched for ``question`` (by BM25, and the packer's row words)."""
         return self.searched or question
+
+    def embedded(self, question: str) -> str:
+        """The text embedded for ``question``'s dense query."""
+        return self.dense or self.text(question)
 
     def describe(self) -> str:
         """One line for people: "concept working_capital: balance sheet (found as
@@ -108,11 +113,17 @@ def understand(question: str, *, vocabulary: Vocabulary | None = FILINGS,
     statements = list(dict.fromkeys(s for c in concepts for s in c.statements))
     items = list(dict.fromkeys(i for c in concepts for i in c.items))
     have = " " + " ".join(words(text)) + " "
-    names = [n for key in items for n in vocabulary.item(key).names
-             if f" {' '.join(words(n))} " not in have]
-    if names:
-        text = f"{text} ({'; '.join(dict.fromkeys(names))})"
+    names = [[n for n in vocabulary.item(key).names if f" {' '.join(words(n))} " not in have]
+             for key in items]
+    dense = text
+    if any(names):
+        # BM25 gets every printed name; the dense query the first of each item, so that
+        # the question's own words still weigh most in its vector
+        lexical = f"{text} ({'; '.join(dict.fromkeys(n for ns in names for n in ns))})"
+        dense = f"{text} ({'; '.join(dict.fromkeys(ns[0] for ns in names if ns))})"
+        text = lexical
     if not (concepts or applied):
         return Expansion()
     return Expansion(tuple(c.key for c in concepts), tuple(statements), tuple(items),
-                     tuple(applied), text if text != question else "")
+                     tuple(applied), text if text != question else "",
+                     dense=dense if dense != text else "")

@@ -261,3 +261,22 @@ def test_cards_and_routing_are_shown(tmp_path: Path) -> None:
     routing = page.texts("#routing")[0]
     assert routing.startswith("Routed by Acme, FY2019 to acme-2021.md, acme-2022.md.")
     assert "No document of Acme Corp covers FY2019." in routing
+
+
+def test_a_concept_question_shows_what_it_was_expanded_with(tmp_path: Path) -> None:
+    _browser()
+    pytest.importorskip("fastapi")
+    from proxy_pointer.embeddings import HashEmbedder
+    from proxy_pointer.index import update_directory
+    from proxy_pointer.serve.http import create_app
+    from proxy_pointer.serve.service import Service
+
+    acme = Path(__file__).resolve().parents[1] / "fixtures" / "vocab"
+    update_directory(tmp_path / "idx", [acme], embedder=HashEmbedder(64))
+    service = Service(tmp_path / "idx", embedder=HashEmbedder(64))
+    with serve_asgi(create_app(service)) as base:
+        q = urlencode({"q": "Does Acme have positive working capital?"})
+        page = _Page(_dump(f"{base}/?{q}", tmp_path / "profile"))
+    shown = page.texts("#expansion")[0]
+    assert shown.startswith("Concept working_capital: balance sheet (found as acme_10k.md#0011)")
+    assert "line items current_assets, current_liabilities" in shown

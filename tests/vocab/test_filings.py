@@ -140,3 +140,20 @@ def test_a_broken_vocabulary_file_names_itself_and_the_row(tmp_path: Path) -> No
     bad.write_text("[[concept]\n")
     with pytest.raises(ConfigError, match="cannot read the vocabulary"):
         read_vocabulary(bad)
+
+
+def test_understanding_a_question_is_linear_in_its_length() -> None:
+    """Phrases are looked up word by word: 10x the text costs about 10x (20x allowed)."""
+    import time
+
+    def cost(text: str) -> float:
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            understand(text)
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    for unit in ("working ", "days inventory ", "capex ", "statement of "):
+        small, large = cost(unit * 1_000), cost(unit * 10_000)
+        assert large < 20 * small + 0.05, (unit, small, large)

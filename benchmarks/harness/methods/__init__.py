@@ -27,6 +27,9 @@ __all__ = [
 
 METHODS: dict[str, Callable[..., Any]] = {
     "proxy-pointer": lambda k: ProxyPointerMethod("proxy-pointer", k=k),
+    # the search before query understanding: no concepts, statements or line items
+    "proxy-pointer-no-vocabulary": lambda k: ProxyPointerMethod(
+        "proxy-pointer-no-vocabulary", vocabulary=False, k=k),
     "proxy-pointer-own": lambda k: ProxyPointerMethod("proxy-pointer-own", expand="own", k=k),
     "proxy-pointer-dense": lambda k: ProxyPointerMethod("proxy-pointer-dense", hybrid=False,
                                                         k=k),

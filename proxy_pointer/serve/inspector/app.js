@@ -272,6 +272,21 @@
       routing.textContent = `Routed by ${asked} to ${r.documents.join(", ")}.`
         + (r.note ? ` ${r.note}` : "");
     }
+    // What the question was expanded with: concepts, the statements they need, synonyms.
+    const e = data.expansion || {};
+    const expansion = $("expansion");
+    const said = [];
+    if ((e.concepts || []).length) {
+      const found = (e.sections || []).length ? ` (found as ${e.sections.join(", ")})`
+        : " (not found as sections)";
+      said.push(`Concept ${e.concepts.join(", ")}: ${e.statements.join(", ")}${found}`);
+    }
+    if ((e.items || []).length) said.push(`line items ${e.items.join(", ")}`);
+    for (const s of e.synonyms || []) {
+      said.push(`synonyms ${s.written} ${s.replaced ? "=>" : "+"} ${s.added.join(", ")}`);
+    }
+    expansion.hidden = !said.length;
+    expansion.textContent = said.length ? `${said.join("; ")}.` : "";
     const list = $("sections");
     list.replaceChildren();
     data.contexts.forEach((c, i) => list.append(renderContext(c, i)));
