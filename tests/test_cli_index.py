@@ -206,4 +206,5 @@ def test_query_json_is_the_service_payload(capsys, docs: Path, tmp_path: Path) -
     direct = Index.load(tmp_path / "idx").retrieve("telescope mirror", budget=300).to_dict()
     assert cli == served == json.loads(json.dumps(direct))
     assert cli["contexts"] and all(c["ref"].startswith(c["doc_id"] + "#") for c in cli["contexts"])
-    assert set(cli) == {"question", "tokens_used", "budget", "contexts", "omitted", "routing"}
+    assert set(cli) == {"question", "tokens_used", "budget", "contexts", "omitted", "routing",
+                         "expansion"}

@@ -1,6 +1,11 @@
 """Query understanding in retrieval: a question naming a concept gets the statements that
 answer it, with the rows its line items name; synonyms apply at query time; what was done is
-in every result; and nothing a request may not search is ever moved in."""
+in every result; and nothing a request may not search is ever moved in.
+
+The fixtures were written for these tests: ``fixtures/vocab/acme_10k.md``, a made-up
+company's annual report (MD&A, the three primary statements as text tables, notes; no real
+filing's text or figures), and ``fixtures/handbook_hr/employee_handbook.md``, a made-up
+handbook whose "Paid Time Off" section never writes "PTO"."""
 
 from __future__ import annotations
 
