@@ -135,8 +135,9 @@ class Synonyms:
             else:
                 mine = words(written)
                 extra = tuple(t for t in rule.terms if words(t) != mine)
-                added.extend(extra)
-                applied.append(Applied(written, extra))
+                if extra:  # a rule of one term only holds its phrase together
+                    added.extend(extra)
+                    applied.append(Applied(written, extra))
         out.append(question[pos:])
         text = "".join(out)
         extra_text = "; ".join(dict.fromkeys(added))

@@ -95,8 +95,14 @@ def item_synonyms(vocab: Vocabulary) -> Synonyms:
     """The vocabulary's line items as one-way synonym rules: each way a question writes an
     item ("capex") is searched with the names filings print it by beside it
     (``capex => capex, purchases of property, plant and equipment, ...``)."""
-    return Synonyms((Rule((w,), (w, *i.names), "filings.toml")
-                     for i in vocab.items for w in i.written), source="filings.toml")
+    # A printed name is a rule of its own that adds nothing, so that the longest phrase
+    # wins: "total current assets" is not "current assets" written another way, and
+    # "purchases of property, plant and equipment" holds no "property, plant and equipment".
+    # Where a way of writing is also a printed name ("capital expenditure"), its rule comes
+    # first and wins.
+    rules = [Rule((w,), (w, *i.names), "filings.toml") for i in vocab.items for w in i.written]
+    rules += [Rule((n,), (), "filings.toml") for i in vocab.items for n in i.names]
+    return Synonyms(rules, source="filings.toml")
 
 
 def understand(question: str, *, vocabulary: Vocabulary | None = FILINGS,

@@ -156,3 +156,20 @@ def test_every_dev_10k_hands_over_its_balance_sheet_for_working_capital() -> Non
             if got != (True, True, True):
                 wrong[(doc_id, budget)] = (first.path[-1], got)
     assert len(docs) == 18 and wrong == {}
+
+
+def test_the_framework_retrievers_take_a_synonyms_file(tmp_path: Path) -> None:
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from proxy_pointer.langchain import ProxyPointerRetriever as LangChainRetriever
+    from proxy_pointer.llama_index import ProxyPointerRetriever as LlamaRetriever
+
+    idx = Index.build([HANDBOOK], embedder=HashEmbedder(256))
+    path = tmp_path / "synonyms.txt"
+    path.write_text("PTO, paid time off\n")
+    docs = LangChainRetriever(index=idx, k=3, budget=200, synonyms=str(path)).invoke("PTO")
+    assert docs[0].metadata["path"][-1] == "Paid Time Off"
+    nodes = LlamaRetriever(index=idx, k=3, budget=200, synonyms=str(path)).retrieve("PTO")
+    assert nodes[0].node.metadata["path"][-1] == "Paid Time Off"
+    plain = LangChainRetriever(index=idx, k=3, budget=200).invoke("PTO")
+    assert "Paid Time Off" not in [d.metadata["path"][-1] for d in plain]

@@ -157,3 +157,20 @@ def test_understanding_a_question_is_linear_in_its_length() -> None:
     for unit in ("working ", "days inventory ", "capex ", "statement of "):
         small, large = cost(unit * 1_000), cost(unit * 10_000)
         assert large < 20 * small + 0.05, (unit, small, large)
+
+
+@pytest.mark.parametrize("item", FILINGS.items, ids=lambda i: i.key)
+def test_each_line_item_written_another_way_is_searched_as_printed(item) -> None:
+    for written in item.written:
+        e = understand(f"What was the {written} in 2022?")
+        assert [a.written for a in e.synonyms] == [written], written
+        assert all(n in e.searched for n in item.names), (written, e.searched)
+    # a name a filing prints is searched as written: nothing is added
+    assert not understand(f"What was the {item.names[0]} in 2022?").synonyms
+
+
+@pytest.mark.parametrize("form", FILINGS.forms, ids=lambda f: f.name)
+def test_each_form_is_named_by_its_written_forms(form) -> None:
+    card = Card(kind=form.name)
+    for written in (form.name, *form.written):
+        assert card_matches(card, "kind", written), written
