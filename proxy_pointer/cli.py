@@ -63,8 +63,8 @@ def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_vocabulary_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--synonyms", default=None, metavar="FILE", help="synonyms for questions "
-                   "(Solr format: 'a, b' equivalent, 'a => b' one-way); no re-index")
+    p.add_argument("--synonyms", metavar="FILE", help="Solr-format synonyms for questions")
+    p.add_argument("--aliases", metavar="FILE", help="company names for routing ('Pepsi, PepsiCo')")
     p.add_argument("--vocabulary", action=argparse.BooleanOptionalAction, default=True, help=(
         "search a filing concept (working capital, capex) with its statements (default on)"))
 
@@ -346,9 +346,9 @@ def _open_service(args: argparse.Namespace) -> Service:
     from .serve.service import Service
     from .stores import open_store
 
-    return Service(open_store(args.index, token=args.milvus_token),
-                   refresh_seconds=float("inf"), synonyms=getattr(args, "synonyms", None),
-                   vocabulary=getattr(args, "vocabulary", True))
+    given = {k: getattr(args, k) for k in ("synonyms", "vocabulary", "aliases") if k in args}
+    store = open_store(args.index, token=args.milvus_token)
+    return Service(store, refresh_seconds=float("inf"), **given)
 
 
 def _retrieval_config(service: Service, args: argparse.Namespace) -> RetrievalConfig:
@@ -366,7 +366,7 @@ def _retrieval_config(service: Service, args: argparse.Namespace) -> RetrievalCo
                            doc_ids=tuple(doc_ids) or None, path_prefix=args.path,
                            expand=args.expand, hybrid=args.hybrid, mode=args.mode,
                            packing=args.packing, principal=args.principal, where=args.where,
-                           synonyms=service.synonyms, vocabulary=service.vocabulary)
+                           **service.query_options)
 
 
 def _print_sections(retrieval: Retrieval) -> None:
@@ -486,7 +486,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     tokens = read_tokens(args.tokens) if args.tokens else None
     llm = make_llm(args.llm, base_url=args.llm_base_url)
     service = Service(open_store(args.index, token=args.milvus_token), llm=llm,
-                      synonyms=args.synonyms, vocabulary=args.vocabulary)
+                      synonyms=args.synonyms, vocabulary=args.vocabulary, aliases=args.aliases)
     token = os.environ.get(TOKEN_ENV) or None
     health = service.health(access=Access())
 
@@ -538,10 +538,10 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     if args.transport == "http":
         print(f"proxy-pointer: MCP over streamable HTTP at http://{args.host}:{args.port}/mcp",
               file=sys.stderr)
-    serve(args.index, transport=args.transport, host=args.host, port=args.port,
-          token=args.milvus_token, principal=args.principal or (),
-          tokens=read_tokens(args.tokens) if args.tokens else None,
-          synonyms=args.synonyms, vocabulary=args.vocabulary)
+    tokens = read_tokens(args.tokens) if args.tokens else None
+    serve(args.index, transport=args.transport, host=args.host, port=args.port, tokens=tokens,
+          token=args.milvus_token, principal=args.principal or (), synonyms=args.synonyms,
+          vocabulary=args.vocabulary, aliases=args.aliases)
     return 0
 
 

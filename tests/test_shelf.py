@@ -192,3 +192,26 @@ def test_routing_chooses_among_filings_and_never_hides_other_documents(shelf: Pa
     assert r.routing.documents == ("acme-2021.md",)
     # notes.md claims no entity: it still competes, the other filings do not
     assert {s.doc_id for s in r.sections} == {"acme-2021.md", "notes.md"}
+
+
+def test_aliases_route_a_nickname_and_never_reveal_a_hidden_company(
+        shelf: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A user's aliases file names companies no filing prints ("Roadrunner" for Acme), on
+    the Python API and the CLI; an alias of a company the reader may not see routes nothing
+    and changes nothing it gets."""
+    aliases = tmp_path / "aliases.txt"
+    aliases.write_text("# nicknames\nRoadrunner, Acme\nBigG => Globex\n")
+    idx = Index.load(shelf, embedder=HashEmbedder(64))
+    r = idx.retrieve("What was Roadrunner's FY2022 revenue?", aliases=str(aliases))
+    assert r.routing.documents == ("acme-2022.md",) and r.routing.names == ("Roadrunner",)
+    assert not idx.retrieve("What was Roadrunner's FY2022 revenue?").routing
+    code = main(["query", "--index", str(shelf), "--aliases", str(aliases), "--json",
+                 "What was BigG's FY2022 revenue?"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["routing"]["documents"] == [
+        "globex-2022.md"]
+    idx.set_metadata({"globex-2022.md": {"access": ["board"]}})
+    q = "What was BigG's FY2022 revenue?"
+    with_alias = idx.retrieve(q, principal=["staff"], aliases=str(aliases)).to_dict()
+    assert with_alias == idx.retrieve(q, principal=["staff"]).to_dict()
+    assert not with_alias["routing"]["documents"]
+    assert idx.retrieve(q, aliases=str(aliases)).routing.documents == ("globex-2022.md",)

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..tokens import count_tokens
 from ..vocab.filings import FILINGS
-from .periods import DATE, Period, asked_periods, fiscal_year, parse_date, quarter_period
+from .periods import DATE, Period, asked_periods, fiscal_year, parse_date, year_end_of
 
 __all__ = ["CARD_FIELDS", "KIND_WORDS", "Card", "abbreviates", "card_matches",
            "effective_card", "read_card", "short_name"]
@@ -251,7 +251,9 @@ def _period(head: str, text: str, kind: str) -> Period | None:
     if m and (end := parse_date(m.group(1))) is not None:
         months = _MONTHS_ENDED.search(text[:_QUARTER_CHARS])
         quarter = {"six": 2, "nine": 3}[months.group(1).lower()] if months else 1
-        return quarter_period(end, quarter)
+        # a fiscal year ending in January or February named as the filing names it
+        # (Walmart's quarter ended July 28, 2023 is in "fiscal 2024", Target's in "2023")
+        return Period(_own_year(year_end_of(end, quarter), text), quarter, end)
     m = _EVENT.search(head)
     if m and (when := parse_date(m.group(1))) is not None:
         return Period(when.year, None, when)

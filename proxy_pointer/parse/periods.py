@@ -19,7 +19,8 @@ from datetime import date
 
 from ..vocab.filings import FILINGS
 
-__all__ = ["Asked", "Period", "asked_periods", "fiscal_year", "parse_date", "quarter_period"]
+__all__ = ["Asked", "Period", "asked_periods", "fiscal_year", "parse_date", "quarter_period",
+           "year_end_of"]
 
 _MONTHS = FILINGS.month_numbers
 _MONTH = FILINGS.month_pattern
@@ -79,10 +80,15 @@ def fiscal_year(end: date) -> int:
 def quarter_period(end: date, quarter: int) -> Period:
     """The period of fiscal ``quarter`` ending on ``end``: its fiscal year is the one that
     ends ``4 - quarter`` quarters later (a Q2 ending December 31, 2022 of a June year is
-    Q2 FY2023)."""
+    Q2 FY2023), named by :func:`fiscal_year`."""
+    return Period(fiscal_year(year_end_of(end, quarter)), quarter, end)
+
+
+def year_end_of(end: date, quarter: int) -> date:
+    """The first day of the month in which the fiscal year of ``quarter`` (ending on
+    ``end``) ends: ``4 - quarter`` quarters later."""
     month = end.month + 3 * (4 - quarter)
-    year_end = date(end.year + (month - 1) // 12, (month - 1) % 12 + 1, 1)
-    return Period(fiscal_year(year_end), quarter, end)
+    return date(end.year + (month - 1) // 12, (month - 1) % 12 + 1, 1)
 
 
 @dataclass(frozen=True)
@@ -93,11 +99,16 @@ class Asked:
     years: tuple[int, ...] = ()
     quarter: int | None = None
     dates: tuple[date, ...] = ()
+    anchor: Period | None = None
 
     @property
     def target(self) -> Period | None:
-        """The period the question is about: the latest one it names (a filing reports
-        the years before it too, so "FY2019 - FY2021" is answered by the FY2021 one)."""
+        """The period the question is about: the one it is anchored to ("As of FY2020, what
+        does it expect to pay in 2023?" asks the FY2020 report about a later year), else
+        the latest one it names (a filing reports the years before it too, so "FY2019 -
+        FY2021" is answered by the FY2021 one)."""
+        if self.anchor is not None:
+            return self.anchor
         if self.dates and (not self.years or fiscal_year(max(self.dates)) >= max(self.years)):
             d = max(self.dates)
             return Period(d.year, None, d)
@@ -137,7 +148,42 @@ def asked_periods(question: str) -> Asked:
         years.append(_full_year(m.group(1)))
     rest = _FY.sub(" ", rest)
     years.extend(int(m.group(1)) for m in _YEAR.finditer(rest))
-    return Asked(tuple(sorted(set(years))), quarter if years else None, tuple(sorted(set(dates))))
+    return Asked(tuple(sorted(set(years))), quarter if years else None, tuple(sorted(set(dates))),
+                 _anchor(question))
+
+
+# "as of FY2020", "as at December 31, 2021": the period a question's figures are taken at;
+# "in its FY2020 report", "according to the 2019 10-K": the filing it names by its period
+_AS_OF = re.compile(r"\bas\s+(?:of|at)\s+", re.I)
+_IN_REPORT = re.compile(r"\b(?:in|per|according\s+to|from)\s+(?:its|the|their)\s+", re.I)
+_REPORT = re.compile(r"^[^.?!;]{0,30}?\b(?:report|10-?k|10-?q|filing|statements?)\b", re.I)
+_ANCHOR_CHARS = 40  # a period written within this many characters after the phrase
+
+
+def _anchor(question: str) -> Period | None:
+    """The period a question is anchored to (see :attr:`Asked.target`), or ``None``: the
+    first phrase that writes one. Each window read is at most ``_ANCHOR_CHARS`` long."""
+    spans = [(m.end(), False) for m in _AS_OF.finditer(question)]
+    spans += [(m.end(), True) for m in _IN_REPORT.finditer(question)]
+    for start, report in sorted(spans):
+        window = question[start:start + _ANCHOR_CHARS]
+        if report and not _REPORT.match(window):
+            continue
+        m = _DATE_RE.match(window)
+        if m is not None and (d := parse_date(m.group(0))) is not None:
+            return Period(d.year, None, d)
+        head = _DATE_RE.sub(" ", window)
+        quarter = _QUARTER.match(head)
+        fy = _FY.match(head)
+        year = _YEAR.match(head)
+        if quarter and quarter.group(3):
+            q = int(quarter.group(1)) if quarter.group(1) else _ORDINALS[quarter.group(2).lower()]
+            return Period(_full_year(quarter.group(3)), q)
+        if fy:
+            return Period(_full_year(fy.group(1)))
+        if year:
+            return Period(int(year.group(1)))
+    return None
 
 
 def _full_year(text: str) -> int:

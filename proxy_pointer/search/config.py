@@ -156,8 +156,11 @@ class RetrievalConfig:
       searched with the line items it needs, and the statements that answer it are ranked
       first as if named; ``synonyms`` (a :class:`~proxy_pointer.vocab.synonyms.Synonyms`,
       e.g. ``Synonyms.load("synonyms.txt")`` in the Solr format) are applied to the
-      question first. Both act at query time; the result's ``expansion`` says what they
-      did.
+      question first (a path is read as a synonyms file). Both act at query time; the
+      result's ``expansion`` says what they did.
+    * ``aliases``: names of companies no filing prints, for routing ("Pepsi, PepsiCo";
+      the synonyms format, or its path): a rule one of whose terms is a name a card knows
+      adds the others to that entity's names.
     """
 
     budget: int = defaults.BUDGET
@@ -185,12 +188,14 @@ class RetrievalConfig:
     route: bool = True
     vocabulary: bool = True
     synonyms: Synonyms | str | os.PathLike[str] | None = None
+    aliases: Synonyms | str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.synonyms, str | os.PathLike):
-            from ..vocab.synonyms import Synonyms
+        for name in ("synonyms", "aliases"):
+            if isinstance(getattr(self, name), str | os.PathLike):
+                from ..vocab.synonyms import Synonyms
 
-            object.__setattr__(self, "synonyms", Synonyms.load(self.synonyms))
+                object.__setattr__(self, name, Synonyms.load(getattr(self, name)))
         view = Access.of(self.principal, self.where)  # ConfigError for a malformed one
         object.__setattr__(self, "principal", None if view.principal is None
                            else tuple(sorted(view.principal)))

@@ -172,16 +172,18 @@ class Retriever:
         search (its view and ``doc_ids``): a reader never learns of documents it cannot
         see; and the rows of that view's documents whose cards name no entity."""
         view = Access.of(cfg.principal, cfg.where)
+        aliases = cfg.aliases if isinstance(cfg.aliases, Synonyms) else None
 
         def shelf() -> Shelf:
             seen = self.corpus.visible_documents(view)
             allowed = set(seen) if cfg.doc_ids is None else set(seen) & set(cfg.doc_ids)
-            return Shelf({d: c for d, c in self.corpus.cards().items() if d in allowed})
+            return Shelf({d: c for d, c in self.corpus.cards().items() if d in allowed},
+                         aliases)
 
-        # One shelf, and its unclaimed rows, per view (and doc_ids) and generation, as
-        # visible rows are kept: a routed question pays for neither again.
+        # One shelf, and its unclaimed rows, per view (and doc_ids, aliases) and
+        # generation, as visible rows are kept: a routed question pays for neither again.
         derived = self.corpus.derived
-        kept = derived.visible(("shelf", view, cfg.doc_ids), shelf)
+        kept = derived.visible(("shelf", view, cfg.doc_ids, aliases), shelf)
         rows = derived.visible(("unclaimed", view, cfg.doc_ids),
                                lambda: np.sort(self.corpus.rows_for(kept.unclaimed)))
         return kept.route(question), rows

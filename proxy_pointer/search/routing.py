@@ -35,9 +35,11 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from ..parse.cards import KIND_WORDS, Card, abbreviates
+from ..parse.cards import KIND_WORDS, Card, abbreviates, short_name
 from ..parse.periods import Period, asked_periods
+from ..tokens import count_tokens
 from ..vocab.filings import FILINGS
+from ..vocab.synonyms import Synonyms
 
 __all__ = ["Route", "Shelf", "route"]
 
@@ -72,11 +74,12 @@ class Route:
                 "note": self.note}
 
 
-def route(question: str, cards: Mapping[str, Card]) -> Route:
+def route(question: str, cards: Mapping[str, Card], aliases: Synonyms | None = None) -> Route:
     """The documents of ``cards`` that ``question`` is about (:class:`Route`); an empty
     route when it names no entity the cards know (or the shelf is one entity and it
-    names no period). Builds a :class:`Shelf` each call: hold one to route many."""
-    return Shelf(cards).route(question)
+    names no period). ``aliases``: a user's names for entities, in the synonyms format.
+    Builds a :class:`Shelf` each call: hold one to route many."""
+    return Shelf(cards, aliases).route(question)
 
 
 class Shelf:
@@ -85,7 +88,7 @@ class Shelf:
     each entity by its initial. Built once per view and generation; routing a question
     then costs a lookup per question word, not a pass over the cards."""
 
-    def __init__(self, cards: Mapping[str, Card]) -> None:
+    def __init__(self, cards: Mapping[str, Card], aliases: Synonyms | None = None) -> None:
         self.cards = dict(cards)
         self.groups = _entities(self.cards)
         #: Documents whose cards name no entity (papers, manuals): never routed away.
@@ -97,6 +100,7 @@ class Shelf:
         for i, members in enumerate(self.groups):
             names = {n for d in members for n in (self.cards[d].entity, *self.cards[d].names)
                      if n}
+            names |= _aliases(names, aliases)
             for n in names:
                 first = re.match(r"[\w&]*", n.lower())
                 self._by_word.setdefault(first.group(0) if first else "", []).append((n, i))
@@ -156,6 +160,26 @@ class Shelf:
 
 
 # --- entities ---------------------------------------------------------------------------
+def _aliases(names: set[str], aliases: Synonyms | None) -> set[str]:
+    """More names of an entity known by ``names``: the initials of a name joined by an
+    ampersand ("Procter & Gamble": "P&G", "PnG"; "Johnson & Johnson": "J&J", "JnJ"), and
+    every term of a user's alias rule one of whose terms is a name already ("Pepsi,
+    PepsiCo"; "Pepsi => PepsiCo")."""
+    out = set()
+    for n in names:
+        parts = re.split(r"\s*(?:&|\band\b)\s*", short_name(n))
+        if len(parts) == 2 and all(p[:1].isalpha() and p[:1].isupper() for p in parts):
+            a, b = parts[0][0], parts[1][0]
+            out |= {f"{a}&{b}", f"{a}n{b}"}
+    if aliases is not None:
+        known = {n.lower() for n in names}
+        for rule in aliases.rules:
+            terms = (*rule.terms, *rule.targets)
+            if any(t.lower() in known for t in terms):
+                out |= set(terms)
+    return out
+
+
 def _entities(cards: Mapping[str, Card]) -> list[list[str]]:
     """Documents with an entity, grouped: documents that share any name are one entity."""
     parent: dict[str, str] = {}
@@ -185,18 +209,35 @@ def _entities(cards: Mapping[str, Card]) -> list[list[str]]:
 
 def _find(question: str, name: str, lower: bool) -> str:
     """``name`` as the question writes it, or ``""``: as a proper noun (capitalised), a
-    trading symbol exactly; in a question written all in lower case, only a name of
-    several words or with a digit ("3m"), as "block" or "target" are words there."""
-    if len(name) < 2 or (lower and " " not in name and not any(c.isdigit() for c in name)):
+    trading symbol exactly; written in lower case, a name of several words or with a digit
+    ("lockheed martin", "3m"), or one word where it is too rare to be an English word for
+    the tokenizer ("pepsico") or the question uses it as a name: possessive ("boeing's") or
+    before a year or a form ("boeing 2020 annual report"); "block" or "target" alone are
+    words there."""
+    if len(name) < 2:
         return ""
     # "Coca-Cola" is also written "Coca Cola"
     pat = r"\s+".join(re.escape(w) for w in name.split()).replace(r"\-", r"[-\s]?")
     symbol = name.isupper() and name.isalpha() and len(name) <= 5
+    plain = " " not in name and not any(c.isdigit() for c in name)
     for m in re.finditer(rf"(?<![\w&]){pat}(?![\w&]|-\w)", question, 0 if symbol else re.I):
         text = m.group(0)
-        if symbol or lower or text[0].isupper() or text[0].isdigit() or text == name:
+        if symbol or not plain or text[0].isdigit() or (text[0].isupper() and not lower):
+            return text
+        if _NAME_CUE.match(question, m.end()) or _rare(name):
             return text
     return ""
+
+
+# after a name written in lower case: a possessive, a year or a form ("boeing's",
+# "boeing 2020", "boeing 10-k", "boeing annual report")
+_NAME_CUE = re.compile(r"['’]s\b|\s+(?:(?:fy\s*)?(?:19|20)\d\d\b|10-?[kq]\b|annual\b|quarterly\b)",
+                       re.I)
+
+
+def _rare(name: str) -> bool:
+    """A word the tokenizer's 30,000-word vocabulary does not hold: no English word."""
+    return len(name) >= 4 and name.isalpha() and count_tokens(name.lower()) > 1
 
 
 # --- periods ----------------------------------------------------------------------------
@@ -236,7 +277,11 @@ def _score(card: Card, target: Period) -> int:
     if target.quarter is not None:
         if card.quarter == target.quarter:
             return 5
-        return 3 if target.quarter == 4 and card.quarter is None and card.kind in _ANNUAL else 0
+        if card.quarter is None and card.kind in _ANNUAL:
+            # the annual report of that fiscal year covers each of its quarters: its fourth
+            # quarter as the year's last, the others where no quarterly report is on the shelf
+            return 3 if target.quarter == 4 else 2
+        return 0
     if card.quarter is None:
         return 5 if card.kind in _ANNUAL or not card.kind else 1
     if card.kind == "earnings release" and card.quarter == 4:

@@ -242,8 +242,8 @@ async def _call(fn: Callable[..., Any], *args: Any, **options: Any) -> Any:
 def serve(location: str | os.PathLike[str], *, transport: Literal["stdio", "http"] = "stdio",
           host: str = HOST, port: int = PORT, token: str | None = None,
           principal: Sequence[str] = (), tokens: Mapping[str, Access] | None = None,
-          synonyms: Synonyms | str | os.PathLike[str] | None = None, vocabulary: bool = True
-          ) -> None:
+          synonyms: Synonyms | str | os.PathLike[str] | None = None, vocabulary: bool = True,
+          aliases: Synonyms | str | os.PathLike[str] | None = None) -> None:
     """Load the index at ``location`` (a directory or ``milvus:URI[#NAME]``; ``token`` for a
     Milvus server) and serve it until the client goes away (stdio) or Ctrl-C (http), to a
     client in the groups ``principal`` (none: it reads documents without ``access`` only).
@@ -262,7 +262,7 @@ def serve(location: str | os.PathLike[str], *, transport: Literal["stdio", "http
     # protocol's, so anything said while loading goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         service = Service(open_store(location, token=token), synonyms=synonyms,
-                          vocabulary=vocabulary)
+                          vocabulary=vocabulary, aliases=aliases)
         service.index.embedder.embed_query("warm up")  # the model loads now, not mid-request
     server = build_server(service, host=host, port=port, access=Access.of(principal),
                           tokens=tokens if transport == "http" else None)

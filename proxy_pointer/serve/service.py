@@ -61,7 +61,7 @@ class Service:
 
     ``llm`` answers ``ask`` (none: ``ask`` raises :class:`UnavailableError`);
     ``embedder`` defaults to the one the index was built with. ``synonyms`` (rules, or a
-    synonyms file's path) and ``vocabulary`` apply to every request
+    synonyms file's path), ``vocabulary`` and ``aliases`` (routing) apply to every request
     (:class:`~.search.config.RetrievalConfig`).
     ``refresh_seconds``: how
     often the store is asked whether a newer generation was committed.
@@ -71,10 +71,13 @@ class Service:
                  embedder: Embedder | None = None, limits: Limits | None = None,
                  refresh_seconds: float = 1.0,
                  synonyms: Synonyms | str | os.PathLike[str] | None = None,
-                 vocabulary: bool = True) -> None:
+                 vocabulary: bool = True,
+                 aliases: Synonyms | str | os.PathLike[str] | None = None) -> None:
         self.store = open_store(location)
         self.synonyms = synonyms if synonyms is None or isinstance(synonyms, Synonyms) else (
             Synonyms.load(synonyms))
+        self.aliases = aliases if aliases is None or isinstance(aliases, Synonyms) else (
+            Synonyms.load(aliases))
         self.vocabulary = vocabulary
         self.llm = llm
         self.limits = limits or Limits()
@@ -85,6 +88,12 @@ class Service:
         self._lock = threading.Lock()  # reloads
         self._write = threading.Lock()  # updates through this service, one at a time
         self._pinned = threading.local()  # the generation a request in this thread reads
+
+    @property
+    def query_options(self) -> dict[str, Any]:
+        """What every request is searched with, whoever sends it: ``synonyms``,
+        ``vocabulary`` and ``aliases`` (:class:`~.search.config.RetrievalConfig`)."""
+        return {"synonyms": self.synonyms, "vocabulary": self.vocabulary, "aliases": self.aliases}
 
     # --- the index ----------------------------------------------------------------------
     @property
@@ -140,7 +149,7 @@ class Service:
         if doc_ids is not None:
             check_doc_ids(doc_ids, self.limits)
         options: dict[str, Any] = {
-            "synonyms": self.synonyms, "vocabulary": self.vocabulary,
+            **self.query_options,
             "principal": access.principal,
             "where": (*access.where, *Access.of(where=where).where) or None}
         for name, value in (("budget", budget), ("k", k), ("path_prefix", path_prefix),

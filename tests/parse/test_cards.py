@@ -270,6 +270,45 @@ def test_a_january_year_is_named_as_the_filing_names_it() -> None:
     assert read_card(TEN_K, "").period == "FY2022"  # silent: January names the year before
 
 
+def test_a_quarter_of_a_january_year_is_named_as_the_filing_names_it() -> None:
+    """A retailer's 10-Q: the quarter ended July 28, 2023 is in the year ending January 2024,
+    which Walmart calls fiscal 2024 and Target fiscal 2023; the card follows the filing."""
+    q2 = TEN_Q.replace("December 31, 2022", "July 28, 2023").replace(
+        "Three and six months ended December 31, 2022", "Three and six months ended July 28, 2023")
+    walmart = q2 + "\nIn the second quarter of fiscal 2024 sales grew; fiscal 2024 guidance.\n"
+    target = q2 + "\nIn the second quarter of 2023 (fiscal 2023) sales fell.\n"
+    assert (read_card(walmart, "").period, read_card(walmart, "").period_end) == (
+        "Q2 FY2024", "2023-07-28")
+    assert read_card(target, "").period == "Q2 FY2023"
+    assert read_card(q2, "").period == "Q2 FY2023"  # silent: January names the year before
+
+
+def test_a_shelf_of_non_calendar_fiscal_years_routes_by_the_filings_calendar() -> None:
+    """A synthetic shelf of companies whose years end in January, June and September: a
+    question's fiscal quarter is the filing's own, not the calendar's."""
+    from proxy_pointer.search.routing import route
+
+    def card(entity: str, kind: str, period: str, end: str) -> Card:
+        year = int(period[-4:])
+        quarter = int(period[1]) if period.startswith("Q") else None
+        return Card(entity, entity, (entity,), kind, period, year, quarter, end)
+
+    shelf = {"shopco-10k-fy2023.pdf": card("Shopco", "10-K", "FY2023", "2023-01-31"),
+             "shopco-10q-q2fy2024.pdf": card("Shopco", "10-Q", "Q2 FY2024", "2023-07-28"),
+             "juneco-10k-fy2023.pdf": card("Juneco", "10-K", "FY2023", "2023-06-30"),
+             "juneco-10q-q1fy2024.pdf": card("Juneco", "10-Q", "Q1 FY2024", "2023-09-30"),
+             "septco-10k-fy2023.pdf": card("Septco", "10-K", "FY2023", "2023-09-30")}
+    assert route("What were Shopco's sales in Q2 of FY2024?", shelf).documents == (
+        "shopco-10q-q2fy2024.pdf",)
+    assert route("What were Shopco's FY2023 sales?", shelf).documents == (
+        "shopco-10k-fy2023.pdf",)
+    assert route("Juneco's Q1 FY2024 margin?", shelf).documents == ("juneco-10q-q1fy2024.pdf",)
+    assert route("Juneco's sales for the quarter ended September 30, 2023?", shelf).documents == (
+        "juneco-10q-q1fy2024.pdf",)
+    # Septco's Q3 of FY2023 has no 10-Q here: that fiscal year's annual report answers
+    assert route("Septco's Q3 FY2023 revenue?", shelf).documents == ("septco-10k-fy2023.pdf",)
+
+
 def test_names_a_question_may_use() -> None:
     from proxy_pointer.parse.cards import _names as names  # the rule itself, on bare names
 

@@ -113,3 +113,49 @@ def test_names_are_written_as_people_write_them() -> None:
              "ebay.pdf": _filing("eBay Inc.", ("eBay", "EBAY"), "10-K", 2022)}
     assert route("What is Coca Cola's FY2022 revenue?", shelf).documents == ("ko.pdf",)
     assert route("eBay FY2022 revenue", shelf).documents == ("ebay.pdf",)
+
+
+# --- how analysts write it (issue 46) -------------------------------------------------------
+def test_a_question_anchored_to_a_period_goes_to_that_filing() -> None:
+    """"As of FY2020, what does it expect to pay in 2023?" asks the FY2020 report about a
+    later year; the latest year named would pick the wrong filing."""
+    r = route("As of FY2020, how much does Acme expect to pay in 2022?", SHELF)
+    assert (r.documents, r.period) == (("acme-2020.pdf",), "FY2020")
+    r = route("As of December 31, 2021, what lease payments did Acme owe for 2023?", SHELF)
+    assert r.documents == ("acme-2021.pdf",)
+    assert route("In its FY2021 annual report, what did Acme expect for 2023?",
+                 SHELF).documents == ("acme-2021.pdf",)
+    # without an anchor the latest period named still decides
+    assert route("Acme revenue from 2020 to 2021", SHELF).documents == ("acme-2021.pdf",)
+
+
+def test_a_quarter_without_its_quarterly_report_goes_to_that_years_annual_report() -> None:
+    assert route("What did Acme report for Q3 of FY2021?", SHELF).documents == ("acme-2021.pdf",)
+    # the quarter's own report first where the shelf has it
+    assert route("What did Acme report for Q2 FY2022?", SHELF).documents == ("acme-2022q2.pdf",)
+
+
+def test_names_written_in_lower_case_where_they_are_used_as_names() -> None:
+    shelf = {**SHELF, "boeing-2022.pdf": _filing("The Boeing Company", ("Boeing", "BA"), "10-K",
+                                                 2022, end="2022-12-31")}
+    assert route("what was boeing's net loss in fy2022?", shelf).documents == ("boeing-2022.pdf",)
+    assert route("boeing 2022 annual report risks", shelf).documents == ("boeing-2022.pdf",)
+    assert route("what is a globex?", shelf).documents == ("globex-2021.pdf",)  # too rare a word
+    # a common word alone is no name: "block" here, as "target" or "square"
+    assert not route("what does a block of shares cost in 2021?", shelf)
+
+
+def test_ampersand_names_and_a_users_aliases() -> None:
+    from proxy_pointer.vocab.synonyms import Synonyms
+
+    shelf = {**SHELF,
+             "pg-2022.pdf": _filing("The Procter & Gamble Company", ("Procter & Gamble", "PG"),
+                                    "10-K", 2022, end="2022-06-30"),
+             "jnj-2022.pdf": _filing("Johnson & Johnson", ("JNJ",), "10-K", 2022,
+                                     end="2022-12-31")}
+    assert route("What was P&G's FY2022 revenue?", shelf).documents == ("pg-2022.pdf",)
+    assert route("Did JnJ's 2022 sales grow?", shelf).documents == ("jnj-2022.pdf",)
+    assert not route("What was Widgetco's FY2021 capex?", shelf)
+    aliases = Synonyms.parse("Widgetco, Acme\nNobody => Nowhere Inc\n", "aliases.txt")
+    r = route("What was Widgetco's FY2021 capex?", shelf, aliases)
+    assert (r.documents, r.names) == (("acme-2021.pdf",), ("Widgetco",))
