@@ -204,7 +204,7 @@ def test_aliases_route_a_nickname_and_never_reveal_a_hidden_company(
     idx = Index.load(shelf, embedder=HashEmbedder(64))
     r = idx.retrieve("What was Roadrunner's FY2022 revenue?", aliases=str(aliases))
     assert r.routing.documents == ("acme-2022.md",) and r.routing.names == ("Roadrunner",)
-    assert not idx.retrieve("What was Roadrunner's FY2022 revenue?").routing
+    assert not idx.retrieve("What was Roadrunner's FY2022 revenue?").routing.names
     code = main(["query", "--index", str(shelf), "--aliases", str(aliases), "--json",
                  "What was BigG's FY2022 revenue?"])
     assert code == 0 and json.loads(capsys.readouterr().out)["routing"]["documents"] == [
@@ -213,5 +213,41 @@ def test_aliases_route_a_nickname_and_never_reveal_a_hidden_company(
     q = "What was BigG's FY2022 revenue?"
     with_alias = idx.retrieve(q, principal=["staff"], aliases=str(aliases)).to_dict()
     assert with_alias == idx.retrieve(q, principal=["staff"]).to_dict()
-    assert not with_alias["routing"]["documents"]
+    assert with_alias["routing"]["names"] == []
+    assert "globex-2022.md" not in json.dumps(with_alias)
     assert idx.retrieve(q, aliases=str(aliases)).routing.documents == ("globex-2022.md",)
+
+
+def test_a_question_naming_no_company_never_reveals_a_hidden_filing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Routed by its period alone, a reader's question is weighed on the cards of its view:
+    with Globex's filing hidden from "staff", the API, the service behind HTTP and MCP, and
+    the CLI give exactly what an index without that filing gives."""
+    from proxy_pointer.access import Access
+    from proxy_pointer.serve.service import Service
+
+    q = "Which company grew widget revenue in FY2022?"
+    docs = _write(tmp_path / "docs")
+    Index.build([docs], embedder=HashEmbedder(64)).save(tmp_path / "all")
+    idx = Index.load(tmp_path / "all", embedder=HashEmbedder(64))
+    idx.set_metadata({"globex-2022.md": {"access": ["board"]}})
+    idx.save(tmp_path / "all")
+    (docs / "globex-2022.md").unlink()
+    Index.build([docs], embedder=HashEmbedder(64)).save(tmp_path / "without")
+    owner = Index.load(tmp_path / "all", embedder=HashEmbedder(64)).retrieve(q).routing
+    assert owner.documents == ("acme-2022.md", "globex-2022.md") and owner.confidence == "soft"
+    payloads = []
+    for name, principal in (("all", ["staff"]), ("without", None)):
+        api = Index.load(tmp_path / name, embedder=HashEmbedder(64)).retrieve(
+            q, principal=principal).to_dict()
+        served = Service(tmp_path / name, embedder=HashEmbedder(64)).query(
+            q, access=Access.of(principal) if principal else Access())
+        assert main(["query", "--index", str(tmp_path / name), "--json", q,
+                     *(["--principal", "staff"] if principal else [])]) == 0
+        cli = json.loads(capsys.readouterr().out)
+        payloads.append((api, served, cli))
+    assert payloads[0] == payloads[1]
+    # one company is left in the reader's view, beside a document that is no filing: the
+    # period alone routes nothing there, exactly as on the index without Globex
+    assert payloads[0][0]["routing"]["documents"] == []
+    assert "globex" not in json.dumps(payloads[0]).lower()

@@ -30,6 +30,7 @@ about is answered over every document.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -63,6 +64,12 @@ class Route:
     period: str = ""
     kind: str = ""
     note: str = ""
+    #: ``(doc_id, kept, why)`` for each document the cards weighed (the named entities'
+    #: documents; for a question naming no company, the first ``_SHOWN`` kept ones)
+    considered: tuple[tuple[str, bool, str], ...] = ()
+    #: ``"hard"``: one document per entity, the cards decide; ``"soft"``: several fit, and
+    #: what their sections say about the question decides (the search ranks them)
+    confidence: str = ""
 
     def __bool__(self) -> bool:
         return bool(self.documents)
@@ -71,7 +78,9 @@ class Route:
         """JSON-ready form, the ``routing`` field of a result."""
         return {"documents": list(self.documents), "names": list(self.names),
                 "entities": list(self.entities), "period": self.period, "kind": self.kind,
-                "note": self.note}
+                "note": self.note, "confidence": self.confidence,
+                "considered": [{"document": d, "kept": k, "why": w}
+                               for d, k, w in self.considered]}
 
 
 def route(question: str, cards: Mapping[str, Card], aliases: Synonyms | None = None) -> Route:
@@ -95,6 +104,12 @@ class Shelf:
         self.unclaimed = tuple(sorted(d for d, c in self.cards.items() if not c.entity))
         self._by_word: dict[str, list[tuple[str, int]]] = {}
         self._by_initial: dict[str, list[int]] = {}
+        self._group_of: dict[str, int] = {}  # document -> its entity's group
+        self._by_year: dict[int, list[str]] = {}  # fiscal year -> documents
+        # (period, kind) -> its documents for questions naming no company (the oldest
+        # dropped past _PERIODS); a Shelf is shared by a view's concurrent requests
+        self._periods: dict[tuple[Period, str], tuple[str, ...]] = {}
+        self._lock = threading.Lock()
         #: Each group's entity as its latest document names it (a renamed company's new name).
         self.entities: list[str] = []
         for i, members in enumerate(self.groups):
@@ -107,6 +122,11 @@ class Shelf:
             latest = self.cards[max(members, key=lambda d: _order(self.cards[d]))].entity
             self.entities.append(latest)
             self._by_initial.setdefault(latest[:1].lower(), []).append(i)
+            for d in members:
+                self._group_of[d] = i
+                year = self.cards[d].fiscal_year
+                if year is not None:
+                    self._by_year.setdefault(year, []).append(d)
 
     def route(self, question: str) -> Route:
         """See :func:`route`."""
@@ -115,13 +135,17 @@ class Shelf:
         cards = self.cards
         named, hits = self._named(question)
         target = asked_periods(question).target
+        kind = _asked_kind(question)
         if not named:
+            if target is not None and len(self.groups) > 1:
+                return self._period_only(target, kind)
             if len(self.groups) != 1 or target is None or len(self.groups[0]) != len(cards):
                 return Route()
             named = [0]
-        kind = _asked_kind(question)
         docs: list[str] = []
         notes: list[str] = []
+        considered: list[tuple[str, bool, str]] = []
+        hard = True
         for g in named:
             members = self.groups[g]
             chosen, note = _by_period(members, cards, target, self.entities[g])
@@ -131,13 +155,52 @@ class Shelf:
                         target is None or _score(cards[d], target) > 0)]
                 chosen = of_kind or chosen
             docs.extend(chosen)
+            hard = hard and len(chosen) == 1
+            considered += [(d, d in chosen, _why(cards[d], target, kind, d in chosen))
+                           for d in sorted(members)]
             if note:
                 notes.append(note)
         entities = tuple(dict.fromkeys(self.entities[g] for g in named))
-        asked = "" if target is None else (
-            target.end.isoformat() if target.end else target.label)
-        return Route(tuple(sorted(set(docs))), tuple(hits), entities, asked, kind,
-                     " ".join(notes))
+        return Route(tuple(sorted(set(docs))), tuple(hits), entities, _asked(target), kind,
+                     " ".join(notes), tuple(considered), "hard" if hard else "soft")
+
+    def _period_only(self, target: Period, kind: str) -> Route:
+        """A question naming a period and no company, over a shelf of several: each
+        entity's documents that cover the period best (of the kind asked), soft: what
+        their sections say decides. Reads only the cards of the fiscal years the period
+        can fall in."""
+        key = (target, kind)
+        with self._lock:
+            docs = self._periods.get(key)
+        if docs is None:  # one pass over a year's cards, then kept
+            docs = self._period_documents(target, kind)
+            with self._lock:
+                if len(self._periods) >= _PERIODS:
+                    self._periods.pop(next(iter(self._periods)))
+                self._periods[key] = docs
+        if not docs:
+            return Route()
+        asked = _asked(target)
+        note = (f"No company named: the {len(docs)} filings that cover {asked} are searched, "
+                "and their sections decide.")
+        shown = tuple((d, True, _why(self.cards[d], target, kind, True)) for d in docs[:_SHOWN])
+        return Route(docs, (), (), asked, kind, note, shown, "soft")
+
+    def _period_documents(self, target: Period, kind: str) -> tuple[str, ...]:
+        """Each entity's documents that cover ``target`` best (of ``kind``), sorted."""
+        cards = self.cards
+        years = {target.year} if target.end is None else {target.end.year, target.end.year + 1}
+        best: dict[int, tuple[int, list[str]]] = {}
+        for d in (d for y in sorted(years) for d in self._by_year.get(y, ())):
+            score = _score(cards[d], target)
+            if score <= 0 or (kind and cards[d].kind != kind):
+                continue
+            g = self._group_of[d]
+            if g not in best or score > best[g][0]:
+                best[g] = (score, [d])
+            elif score == best[g][0]:
+                best[g][1].append(d)
+        return tuple(sorted(d for _, ds in best.values() for d in ds))
 
     def _named(self, question: str) -> tuple[list[int], list[str]]:
         """Indexes of the groups whose names the question writes, and the names as written."""
@@ -241,6 +304,24 @@ def _rare(name: str) -> bool:
 
 
 # --- periods ----------------------------------------------------------------------------
+_SHOWN = 20  # documents a question naming no company lists as considered
+_PERIODS = 256  # periods whose documents a shelf keeps for questions naming no company
+
+
+def _asked(target: Period | None) -> str:
+    return "" if target is None else target.end.isoformat() if target.end else target.label
+
+
+def _why(card: Card, target: Period | None, kind: str, kept: bool) -> str:
+    """Why routing kept or dropped a document, from its card."""
+    what = f"{card.kind or 'document'} {card.period or '(no period)'}"
+    if kind and card.kind != kind:
+        return f"{what}: the question asks for a {kind}"
+    if target is None:
+        return f"{what}: " + ("the latest annual report, or filed after it" if kept
+                              else "before the latest annual report")
+    return f"{what}: " + (f"answers {_asked(target)}" if kept
+                          else f"another period than {_asked(target)}, or a closer one exists")
 def _by_period(members: Sequence[str], cards: Mapping[str, Card], target: Period | None,
                name: str) -> tuple[list[str], str]:
     """The documents of one entity (``name``) that answer for ``target``, and a note when
