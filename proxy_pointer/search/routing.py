@@ -7,14 +7,18 @@ otherwise compete with the right one: a 10-K repeats two prior years, and a comp
 question against the documents' :class:`~proxy_pointer.parse.cards.Card`:
 
 1. **Entity.** Any name a card's entity goes by (its name, short form, trading symbol and
-   names it defines for itself) written in the question, as a proper noun; documents
-   that share a name (a trading symbol kept through a rename) are one entity. A question
-   naming no entity is not routed, unless the shelf holds one entity only.
-2. **Period.** The latest period the question names (:func:`~proxy_pointer.parse.periods.
-   asked_periods`: a filing reports the years before it too): an annual report of that
-   fiscal year first, then an earnings release of its fourth quarter, a quarterly report
-   of it, a current report in it; a quarter asks for that quarter's report; a date for
-   the report ending or dated on it. Where no document of the entity covers the period,
+   names it defines for itself; the initials of an ampersand name, "P&G"; a user's
+   aliases) written in the question, as a proper noun, or in lower case where the
+   question uses it as a name; documents that share a name (a trading symbol kept through
+   a rename) are one entity. A question naming no entity but a period goes, softly, to
+   each entity's documents of that period; one naming neither is not routed, unless the
+   shelf holds one entity only.
+2. **Period.** The period the question is anchored to ("As of FY2020, ..."), else the
+   latest one it names (:func:`~proxy_pointer.parse.periods.asked_periods`: a filing
+   reports the years before it too): an annual report of that fiscal year first, then an
+   earnings release of its fourth quarter, a quarterly report of it, a current report in
+   it; a quarter asks for that quarter's report (else that year's annual report); a date
+   for the report ending or dated on it. Where no document of the entity covers the period,
    the result says so, and the latest document before it is used (a forecast for FY2023
    is in the FY2022 report). Without a period, the latest annual report and anything
    filed after it.
@@ -23,8 +27,9 @@ question against the documents' :class:`~proxy_pointer.parse.cards.Card`:
 
 The search is then kept to those documents and to every document whose card names no
 entity (a manual, a paper: routing chooses among filings, it never hides the rest);
-:class:`Route` says which card fields matched and why. A question the cards say nothing
-about is answered over every document.
+:class:`Route` says which card fields matched, every document weighed (kept or dropped,
+and why) and how sure it is (hard: one document per entity; soft: several fit, and their
+sections decide). A question the cards say nothing about is answered over every document.
 """
 
 from __future__ import annotations
@@ -127,6 +132,9 @@ class Shelf:
                 year = self.cards[d].fiscal_year
                 if year is not None:
                     self._by_year.setdefault(year, []).append(d)
+        if len(self.groups) > 1:  # a fiscal year asked with no company: known at once
+            for year in sorted(self._by_year)[-_PERIODS:]:
+                self._periods[(Period(year), "")] = self._period_documents(Period(year), "")
 
     def route(self, question: str) -> Route:
         """See :func:`route`."""
