@@ -282,6 +282,15 @@ class Tree:
             return n.path
         return (self.title, *n.path)
 
+    def subtree(self, node_id: str) -> list[str]:
+        """``node_id`` and every node below it, depth first."""
+        out, stack = [], [node_id]
+        while stack:
+            n = stack.pop()
+            out.append(n)
+            stack.extend(self.get(n).children)
+        return out
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tree):
             return NotImplemented

@@ -53,11 +53,7 @@ def statement_sections(index: Corpus, doc_id: str) -> dict[str, list[tuple[str, 
         for n in tree.nodes:
             if n.node_id not in kinds:
                 continue
-            stack, sub = [n.node_id], list[int]()
-            while stack:
-                nid = stack.pop()
-                sub.extend(owner.get(nid, ()))
-                stack.extend(tree.get(nid).children)
+            sub = [r for nid in tree.subtree(n.node_id) for r in owner.get(nid, ())]
             if sub:
                 into = later if FILINGS.secondary(n.title) else out
                 for key in sorted(kinds[n.node_id]):

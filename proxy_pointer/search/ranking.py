@@ -362,7 +362,7 @@ def _proxies(index: Corpus, doc_id: str, tree: Tree, nodes: list[str], query: np
         if nid is not None and nid in tree:
             by_node.setdefault(nid, []).append(i)
     for n in nodes:
-        idx = [i for d in _subtree(tree, n) for i in by_node.get(d, ())]
+        idx = [i for d in tree.subtree(n) for i in by_node.get(d, ())]
         sim = _mean_cosine(vecs[idx], query) if idx else None
         if sim is not None:
             sims[n] = sim
@@ -541,13 +541,4 @@ def _lineage(tree: Tree, node_id: str) -> list[str]:
     while cur is not None:
         out.append(cur)
         cur = tree.get(cur).parent_id
-    return out
-
-
-def _subtree(tree: Tree, node_id: str) -> list[str]:
-    out, stack = [], [node_id]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(tree.get(n).children)
     return out
