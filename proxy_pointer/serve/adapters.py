@@ -69,7 +69,11 @@ def retrieval_options(*layers: Mapping[str, Any]) -> dict[str, Any]:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"unknown retriever setting {name!r}{hint}; settings: "
                               f"index, index_dir, {', '.join(OPTIONS)}")
-    RetrievalConfig(**merged)
+    config = RetrievalConfig(**merged)
+    # a synonyms or aliases file is read once, here, and not again for every question
+    for name in ("synonyms", "aliases"):
+        if name in merged:
+            merged[name] = getattr(config, name)
     return merged
 
 

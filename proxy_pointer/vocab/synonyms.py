@@ -68,10 +68,21 @@ class Synonyms:
     def __init__(self, rules: Iterable[Rule] = (), *, source: str = "") -> None:
         self.rules = tuple(rules)
         self.source = source
+        self._hash: int | None = None
         self._phrases: PhraseSet[Rule] = PhraseSet()
         for rule in self.rules:
             for term in rule.terms:
                 self._phrases.add(term, rule)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal rules are equal sets, however they were read: a view's routing shelf is
+        kept per set of aliases, not per object."""
+        return isinstance(other, Synonyms) and self.rules == other.rules
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(self.rules)
+        return self._hash
 
     def __add__(self, other: Synonyms) -> Synonyms:
         return Synonyms((*self.rules, *other.rules),

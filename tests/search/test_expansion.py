@@ -173,3 +173,10 @@ def test_the_framework_retrievers_take_a_synonyms_file(tmp_path: Path) -> None:
     assert nodes[0].node.metadata["path"][-1] == "Paid Time Off"
     plain = LangChainRetriever(index=idx, k=3, budget=200).invoke("PTO")
     assert "Paid Time Off" not in [d.metadata["path"][-1] for d in plain]
+    # the file is read once, when the retriever is made, not again for each question
+    kept = LangChainRetriever(index=idx, k=3, budget=200, synonyms=str(path))
+    path.unlink()
+    assert kept.invoke("PTO")[0].metadata["path"][-1] == "Paid Time Off"
+    # the same rules read twice are one set (a view's routing shelf is kept per set)
+    assert Synonyms.parse("a, b\n", "x") == Synonyms.parse("a, b\n", "x")
+    assert len({Synonyms.parse("a, b\n", "x"), Synonyms.parse("a, b\n", "x")}) == 1
