@@ -330,6 +330,8 @@ def _why(card: Card, target: Period | None, kind: str, kept: bool) -> str:
                               else "before the latest annual report")
     return f"{what}: " + (f"answers {_asked(target)}" if kept
                           else f"another period than {_asked(target)}, or a closer one exists")
+
+
 def _by_period(members: Sequence[str], cards: Mapping[str, Card], target: Period | None,
                name: str) -> tuple[list[str], str]:
     """The documents of one entity (``name``) that answer for ``target``, and a note when

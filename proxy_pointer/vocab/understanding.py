@@ -56,16 +56,20 @@ class Expansion:
         """The text embedded for ``question``'s dense query."""
         return self.dense or self.text(question)
 
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The statements as people name them ("balance sheet")."""
+        return tuple(FILINGS.statement(s).label for s in self.statements)
+
     def describe(self) -> str:
         """One line for people: "concept working_capital: balance sheet (found as
         10k.md#0042); items total current assets, ...; synonyms PTO + paid time off"."""
-        labels = {s.key: s.label for s in FILINGS.statements}
         parts = []
         if self.concepts:
             found = f" (found as {', '.join(self.sections)})" if self.sections else (
                 " (not found as sections)")
             parts.append(f"concept {', '.join(self.concepts)}: "
-                         f"{', '.join(labels.get(s, s) for s in self.statements)}{found}")
+                         f"{', '.join(self.labels)}{found}")
         if self.items:
             parts.append(f"items {', '.join(self.items)}")
         for a in self.synonyms:
@@ -75,9 +79,8 @@ class Expansion:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, the ``expansion`` field of a result."""
-        labels = {s.key: s.label for s in FILINGS.statements}
         return {"concepts": list(self.concepts),
-                "statements": [labels.get(s, s) for s in self.statements],
+                "statements": list(self.labels),
                 "items": list(self.items),
                 "synonyms": [{"written": a.written, "added": list(a.added),
                               "replaced": a.replaced} for a in self.synonyms],
