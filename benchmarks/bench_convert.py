@@ -141,7 +141,8 @@ SWEEP = {"HEADING_SIZE": (1.05, 1.1, 1.15, 1.25, 1.4), "TITLE_SIZE": (1.15, 1.3,
 def sensitivity(out_dir: Path) -> int:
     """Headings, Item share and titles over the filings as each constant moves alone."""
     from proxy_pointer.convert import pdf as module
-    from proxy_pointer.convert import pdf_layout, pdf_lines
+    from proxy_pointer.convert.pdf import layout as pdf_layout
+    from proxy_pointer.convert.pdf import lines as pdf_lines
 
     home = {name: pdf_layout if hasattr(pdf_layout, name) else pdf_lines for name in SWEEP}
 

@@ -4,7 +4,7 @@ For each FinanceBench dev filing with questions (``../shared/data/financebench-d
 PDF converter's tree is checked against a small hand-written label list (:data:`LABELS`):
 the title and physical page (1-based) of the three primary statements, read off the PDFs.
 A statement counts when a section whose title is that statement's (compared by
-:func:`~proxy_pointer.convert.pdf_contents.title_key`, so case and plural ``s`` do not
+:func:`~proxy_pointer.convert.pdf.contents.title_key`, so case and plural ``s`` do not
 matter) starts on the labelled page or the page after it. Also reported per filing: the
 contents entries read and how many were found on the page they name
 (:attr:`Converted.structure`), statement titles placed without an entry, the headings,

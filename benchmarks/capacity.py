@@ -48,7 +48,7 @@ MODES = ("default", "int8", "fast")  # bench_ingest modes; "today" is the old Py
 #: dimensions with HNSW: raw file 488.3 MiB, loading memory 1.1 GB.
 HNSW_RAW_MIB, HNSW_LOADING_GIB = 488.3, 1.1
 QUERYNODE_CORES, QUERYNODE_GIB = 4, 16  # Milvus "Allocate Resources" queryNode example
-IVF_NLIST = 1024  # proxy_pointer/stores/milvus_schema.py: IVF_FLAT's default nlist
+IVF_NLIST = 1024  # proxy_pointer/stores/milvus/schema.py: IVF_FLAT's default nlist
 ID_BYTES = 8  # an INT64 primary key per row in an IVF list
 
 SOURCES = {

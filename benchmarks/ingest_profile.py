@@ -26,7 +26,7 @@ import re
 import sys
 from pathlib import Path
 
-from proxy_pointer.convert.pdf_lines import is_table_row
+from proxy_pointer.convert.pdf.lines import is_table_row
 from proxy_pointer.documents import CONVERTED_SUFFIXES
 from proxy_pointer.ingest.parsing import ReadDocument, bytes_digest, text_digest
 from proxy_pointer.parse.chunking import ChunkConfig

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy_pointer import progress
-from proxy_pointer.cli import main
+from proxy_pointer.cli import main, progress
 from proxy_pointer.errors import IndexNotFoundError, NotFoundError
 from proxy_pointer.index import Index
 from proxy_pointer.serve.service import Service

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from proxy_pointer import progress
 from proxy_pointer.access import Access
-from proxy_pointer.cli import main
+from proxy_pointer.cli import main, progress
 from proxy_pointer.llm import ScriptedLLM
 from proxy_pointer.search.retrieval import RetrievalConfig
 from proxy_pointer.serve.service import Service, UnavailableError

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from .. import _gemini
-from .._retry import Backoff, check_retry_args
 from ..errors import ConfigError, EmbeddingError
+from ..remote import gemini as remote
+from ..remote.retry import Backoff, check_retry_args
 from ..tokens import WORD_PIECES, WordPieceCounter
 from .base import as_text_list, normalize_rows
 
@@ -39,7 +39,7 @@ class GeminiEmbedder:
     ``max_retries`` times with exponential backoff and jitter (``initial_delay`` doubling up
     to ``max_delay``), longer when the server says how long to wait; the SDK's own retrying is
     switched off so the count is exact. A rejected key (400 ``API_KEY_INVALID``, 401, 403)
-    and other client errors fail at once. :mod:`proxy_pointer._gemini` holds these rules.
+    and other client errors fail at once. :mod:`proxy_pointer.remote.gemini` holds these rules.
 
     The key comes from ``api_key`` or the ``GEMINI_API_KEY`` / ``GOOGLE_API_KEY`` environment
     variables. ``base_url`` points the client elsewhere (a proxy, a local test server);
@@ -104,10 +104,10 @@ class GeminiEmbedder:
         self._backoff = Backoff(initial=float(initial_delay), cap=float(max_delay))
         self._sleep = sleep
         if client is None:
-            key = _gemini.find_key(api_key)
+            key = remote.find_key(api_key)
             if key is None:
-                raise _gemini.missing_key(EmbeddingError)
-            client = _gemini.make_client(key, base_url=base_url, timeout=self.timeout)
+                raise remote.missing_key(EmbeddingError)
+            client = remote.make_client(key, base_url=base_url, timeout=self.timeout)
         self._client = client
 
     def __repr__(self) -> str:
@@ -140,7 +140,7 @@ class GeminiEmbedder:
         config = types.EmbedContentConfig(
             task_type=task_type, output_dimensionality=self.output_dimensionality
         )
-        response = _gemini.call(
+        response = remote.call(
             # cast: the SDK's list-of-unions parameter type rejects list[str].
             lambda: self._client.models.embed_content(
                 model=self.model, contents=cast(Any, texts), config=config),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .. import _gemini
 from ..errors import ConfigError
+from ..remote import gemini as remote
 from .base import LLM
 from .gemini import DEFAULT_GEMINI_MODEL, GeminiLLM
 from .openai_compatible import DEFAULT_OPENAI_BASE_URL, OpenAICompatibleLLM
@@ -43,7 +43,7 @@ def make_llm(
     if kind in ("none", "off", ""):
         return None
     if kind == "gemini":
-        if _gemini.find_key(api_key) is None:
+        if remote.find_key(api_key) is None:
             return None
         return GeminiLLM(
             model or DEFAULT_GEMINI_MODEL, api_key=api_key, base_url=base_url, **options

@@ -1,4 +1,5 @@
-"""Google Gemini as the synthesis LLM, through google-genai (see :mod:`proxy_pointer._gemini`)."""
+"""Google Gemini as the synthesis LLM, through google-genai (see
+:mod:`proxy_pointer.remote.gemini`)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import _gemini
-from .._retry import Backoff, check_retry_args
 from ..errors import ConfigError, LLMError
+from ..remote import gemini as remote
+from ..remote.retry import Backoff, check_retry_args
 from .base import LLMReply
 
 __all__ = ["DEFAULT_GEMINI_MODEL", "GeminiLLM"]
@@ -46,9 +47,9 @@ class GeminiLLM:
         if not model:
             raise ConfigError("GeminiLLM needs a model name, e.g. 'gemini-2.5-flash'")
         check_retry_args(max_retries, timeout)
-        key = _gemini.find_key(api_key)
+        key = remote.find_key(api_key)
         if key is None:
-            raise _gemini.missing_key(LLMError)
+            raise remote.missing_key(LLMError)
         self.model = model
         self.model_id = f"gemini:{model}"
         self.temperature = temperature
@@ -57,7 +58,7 @@ class GeminiLLM:
         self.timeout = timeout
         self._sleep = sleep
         self._backoff = Backoff()
-        self._client = _gemini.make_client(key, base_url=base_url, timeout=timeout)
+        self._client = remote.make_client(key, base_url=base_url, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"GeminiLLM(model={self.model!r})"
@@ -71,7 +72,7 @@ class GeminiLLM:
             temperature=self.temperature,
             max_output_tokens=self.max_output_tokens,
         )
-        response = _gemini.call(
+        response = remote.call(
             lambda: self._client.models.generate_content(
                 model=self.model, contents=prompt, config=config),
             model=self.model, timeout=self.timeout, max_retries=self.max_retries,

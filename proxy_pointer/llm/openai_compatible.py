@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .._retry import Backoff, Transient, check_retry_args, with_retries
 from ..errors import ConfigError, LLMError
+from ..remote.retry import Backoff, Transient, check_retry_args, with_retries
 from .base import LLMReply
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAICompatibleLLM"]
@@ -92,7 +92,7 @@ class OpenAICompatibleLLM:
     (``http://localhost:11434`` for Ollama, ``http://localhost:8000/v1`` for vLLM,
     ``https://api.openai.com/v1``). The bearer key comes from ``api_key``, else
     ``OPENAI_API_KEY``; without one no ``Authorization`` header is sent, which local servers
-    accept. Retries (:mod:`proxy_pointer._retry`) and errors as
+    accept. Retries (:mod:`proxy_pointer.remote.retry`) and errors as
     :class:`~proxy_pointer.llm.gemini.GeminiLLM`; a 429 that means an exhausted quota rather
     than a rate limit fails at once, and so does a server that cannot be connected to
     (nothing listening, unknown host): a wrong URL is reported in milliseconds, not after

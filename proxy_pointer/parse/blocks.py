@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..convert.pdf_lines import NUMBER, is_table_row
+from ..convert.pdf.lines import NUMBER, is_table_row
 from ..tokens import WORD_PIECES, DocumentTokens, Sizer, SpanCounter, WordPieceCounter
 from ..vocab.filings import FILINGS
 

@@ -62,7 +62,7 @@ def test_a_statement_is_one_block_with_its_year_header() -> None:
     markdown = PdfConverter().convert(statement_pdf(), "statement.pdf").markdown
     blocks = _blocks(markdown)
     table = next(b for b in blocks if "Net income 5,791 5,929 5,453" in b)
-    # the statement's title is its section's heading (pdf_contents), the rest heads the table
+    # the statement title is its heading (convert/pdf/contents), the rest heads the table
     assert ["## Consolidated Statement of Cash Flows"] in blocks
     assert table[0] == "Years ended December 31"
     assert table[1] == "(Millions) 2022 2021 2020"

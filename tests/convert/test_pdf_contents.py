@@ -1,4 +1,4 @@
-"""Headings from a PDF's own contents pages (:mod:`proxy_pointer.convert.pdf_contents`), on
+"""Headings from a PDF's own contents pages (:mod:`proxy_pointer.convert.pdf.contents`), on
 filings written by fpdf2 whose titles are plain body text: only the contents can find them."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from proxy_pointer.convert import page_of
 from proxy_pointer.convert.pdf import PdfConverter
-from proxy_pointer.convert.pdf_contents import read_entries, set_depths, title_key
-from proxy_pointer.convert.pdf_lines import Line
+from proxy_pointer.convert.pdf.contents import read_entries, set_depths, title_key
+from proxy_pointer.convert.pdf.lines import Line
 
 FRONT = 2  # cover and contents carry no page number; the body is printed 1, 2, ...
 
@@ -260,9 +260,9 @@ def test_any_pages_place_without_error_at_valid_levels(
         pages_spec: list[list[tuple[list[str], int, int, bool]]], data: st.DataObject) -> None:
     """Whatever the pages hold, contents, statements and layout place headings only on
     existing lines, at levels 1-6, and never raise."""
-    from proxy_pointer.convert.pdf_contents import place_contents, place_statements
-    from proxy_pointer.convert.pdf_layout import layout_headings
-    from proxy_pointer.convert.pdf_lines import is_toc_page
+    from proxy_pointer.convert.pdf.contents import place_contents, place_statements
+    from proxy_pointer.convert.pdf.layout import layout_headings
+    from proxy_pointer.convert.pdf.lines import is_toc_page
 
     pages = [[Line(" ".join(words) + (f" {num}" if num % 3 else ""), p, 10.0 + bold, bold,
                    20.0 * k, 20.0 * k + 10, right=300.0, left=float(indent))

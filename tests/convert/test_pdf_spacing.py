@@ -8,7 +8,7 @@ import pytest
 from fpdf import FPDF
 
 from proxy_pointer.convert.pdf import PdfConverter
-from proxy_pointer.convert.pdf_lines import Reader
+from proxy_pointer.convert.pdf.lines import Reader
 
 HEADINGS = ["FINANCIAL CONDITION AND LIQUIDITY", "PART IV", "OVERVIEW",
             "MANAGEMENT'S DISCUSSION AND ANALYSIS"]

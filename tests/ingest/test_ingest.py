@@ -202,7 +202,7 @@ def test_executors_are_objects_and_strings_only_name_them(tmp_path: Path) -> Non
 
 def test_cli_bar_shows_bytes_documents_and_chunks(capsys: pytest.CaptureFixture[str]
                                                   ) -> None:
-    from proxy_pointer.progress import Bar
+    from proxy_pointer.cli.progress import Bar
 
     bar = Bar()
     for done in (0, 3):

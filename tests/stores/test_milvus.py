@@ -367,7 +367,7 @@ def test_converted_pdf_keeps_its_pages_in_milvus(tmp_path: Path) -> None:
 
 def test_a_staged_build_is_inserted_in_batches_with_progress(tmp_path: Path, sample_copy: Path,
                                                              monkeypatch, caplog) -> None:
-    import proxy_pointer.stores.milvus as milvus_module
+    import proxy_pointer.stores.milvus.store as milvus_module
 
     monkeypatch.setattr(milvus_module, "_LOG_ROWS", 20)
     inserts: list[int] = []

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import ConfigError, IndexMismatchError
-from ..parse.chunking import Chunk
-from ..parse.tree import normalize_title
-from .milvus_segment import MilvusConnection, row_key
-from .segments import chunk_crumbs
-from .vectors import VectorIndexConfig
+from ...errors import ConfigError, IndexMismatchError
+from ...parse.chunking import Chunk
+from ...parse.tree import normalize_title
+from ..segments import chunk_crumbs
+from ..vectors import VectorIndexConfig
+from .segment import MilvusConnection, row_key
 
 __all__ = ["PART_BYTES", "blob_rows", "chunk_row", "ensure_blobs", "ensure_collections",
            "split_text"]

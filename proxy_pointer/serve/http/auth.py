@@ -1,6 +1,6 @@
 """Who may read what over HTTP, and who may update: the bearer tokens a server was started
 with (:class:`Auth`). The FastAPI dependencies that apply it to a request are in
-:mod:`.http_routes`; this module needs no FastAPI at import time.
+:mod:`.routes`; this module needs no FastAPI at import time.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..access import ANONYMOUS, Access
-from ..errors import ConfigError
+from ...access import ANONYMOUS, Access
+from ...errors import ConfigError
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

@@ -2,7 +2,7 @@
 
 Both backends get the key from the same variables, a client built the same way (API version
 pinned, the SDK's own retries off so counts are exact, never rerouted to Vertex AI), the same
-retry policy (:mod:`proxy_pointer._retry`) and the same error messages. Callers pass the
+retry policy (:mod:`proxy_pointer.remote.retry`) and the same error messages. Callers pass the
 exception type they raise (:class:`~proxy_pointer.errors.EmbeddingError` or
 :class:`~proxy_pointer.errors.LLMError`).
 """
@@ -14,8 +14,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._retry import Backoff, Transient, with_retries
-from .errors import ProxyPointerError
+from ..errors import ProxyPointerError
+from .retry import Backoff, Transient, with_retries
 
 if TYPE_CHECKING:
     from google import genai

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..search.config import Limits, Mode, check_question
+from ...search.config import Limits, Mode, check_question
 
 __all__ = ["ERROR_STATUSES", "ErrorResponse", "IndexRequest", "InlineDocument",
            "query_request"]

@@ -3,7 +3,7 @@
 
 Every endpoint is a plain function (FastAPI runs it in its thread pool) that reads one
 generation (:func:`pinned`) through the caller's view (:data:`View`, from the server's
-:class:`~.http_auth.Auth` held in ``app.state.auth``).
+:class:`~.auth.Auth` held in ``app.state.auth``).
 """
 
 from collections.abc import Callable
@@ -15,10 +15,10 @@ from fastapi import Path as PathParam
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
-from ..access import Access
-from .http_auth import Auth
-from .http_models import IndexRequest, query_request
-from .service import Service
+from ...access import Access
+from ..service import Service
+from .auth import Auth
+from .models import IndexRequest, query_request
 
 __all__ = ["View", "authorized", "document_routes", "health_routes", "index_routes", "pinned",
            "search_routes", "section_routes", "viewer"]
@@ -33,7 +33,7 @@ def _auth(request: Request) -> Auth:
 
 
 def viewer(request: Request, credentials: Credentials) -> Access:
-    """What the request's bearer may read (:meth:`Auth.view <.http_auth.Auth.view>`)."""
+    """What the request's bearer may read (:meth:`Auth.view <.auth.Auth.view>`)."""
     return _auth(request).view(credentials.credentials if credentials is not None else None)
 
 

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import (
+from ...errors import (
     ConfigError,
     DocumentError,
     EmbeddingError,
@@ -19,7 +19,7 @@ from ..errors import (
     ProxyPointerError,
     StoreError,
 )
-from .service import NotFoundError, UnavailableError, describe_invalid
+from ..service import NotFoundError, UnavailableError, describe_invalid
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

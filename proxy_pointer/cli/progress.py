@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .ingest import IngestProgress
+    from ..ingest import IngestProgress
 
 __all__ = ["PROGRESS_EVERY", "Bar", "Lines", "display"]
 

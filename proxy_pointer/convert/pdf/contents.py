@@ -4,7 +4,7 @@ A report declares its structure in its contents list: every entry has a title, a
 page and, by its indentation and numbering, a depth. PageIndex reads that list with an LLM
 at every step; here it is read from the layout and checked against the page text:
 
-* **Entries.** On a contents page (:func:`~.pdf_lines.is_toc_page`) each line that ends in a
+* **Entries.** On a contents page (:func:`~.lines.is_toc_page`) each line that ends in a
   page number is an entry; a line that wraps onto the next one ("... Purchases of Equity" /
   "Securities 19") is joined to it; a short line without a page number between entries
   ("PART II", "OUR FINANCIAL RESULTS") is a group header. Contents pages that follow each
@@ -13,7 +13,7 @@ at every step; here it is read from the layout and checked against the page text
   are numbered (``PART`` > ``Item``, :mod:`.numbering`), under the group header before it,
   or under an entry that is clearly less indented.
 * **Pages.** A printed page becomes a physical one through the page numbers the pages
-  themselves print (kept by :func:`~.pdf_lines.drop_running_lines`): the first page after
+  themselves print (kept by :func:`~.lines.drop_running_lines`): the first page after
   the list that prints that number, or the nearest printed neighbour's offset. Without
   printed numbers, the offset most entries' titles agree on is used (one vote per entry
   whose title is found on ``printed + offset``).
@@ -27,7 +27,7 @@ at every step; here it is read from the layout and checked against the page text
   the list move up into its place. A group header has no page of its own, so only a line
   that is exactly its title places it.
 
-The placed headings are fixed: layout headings (:mod:`.pdf_layout`) nest below them.
+The placed headings are fixed: layout headings (:mod:`.layout`) nest below them.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..vocab.filings import FILINGS
-from .numbering import TOP_RANK, numbering_rank
-from .pdf_lines import Line, holds_table, is_toc_line
+from ...vocab.filings import FILINGS
+from ..numbering import TOP_RANK, numbering_rank
+from .lines import Line, holds_table, is_toc_line
 
 __all__ = [
     "Entry",
@@ -110,7 +110,7 @@ class Placement:
     found: int = 0
     missing: list[Entry] = field(default_factory=list)
     #: id of each placed heading -> the line its list starts at: its ``heading`` is a depth
-    #: below the heading open there, which the layout (:mod:`.pdf_layout`) resolves
+    #: below the heading open there, which the layout (:mod:`.layout`) resolves
     anchors: dict[int, Line] = field(default_factory=dict)
 
 

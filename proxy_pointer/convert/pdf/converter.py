@@ -3,20 +3,20 @@
 PDFs carry no structure, only positioned glyphs, so the tree comes from what the document
 declares, then from layout:
 
-* **Lines** are read and running headers and footers dropped by :mod:`.pdf_lines`; the page
+* **Lines** are read and running headers and footers dropped by :mod:`.lines`; the page
   numbers the pages print are kept.
 * **Outline.** With bookmarks the outline is the tree: each bookmark title is found on its
   page and takes the outline's depth.
 * **Contents.** Without one, the document's contents pages are read
-  (:mod:`.pdf_contents`): each entry's title is placed as a heading on the page it names,
+  (:mod:`.contents`): each entry's title is placed as a heading on the page it names,
   verified there, at the depth its indentation and numbering give; a financial
   statement's title over its table is a heading even where no entry names it. A contents
   page's own lines stay plain lines, never headings.
-* **Layout** (:mod:`.pdf_layout`) finds the other headings (bigger or bolder short lines)
+* **Layout** (:mod:`.layout`) finds the other headings (bigger or bolder short lines)
   and nests them below the contents' headings.
 * **Body.** A paragraph's lines are joined (a hyphen at a line end is dropped when the next
   line starts lower-case); table rows stay one per line, and a table's header and label
-  lines join its rows in one block (:mod:`.pdf_tables`). Paragraphs never cross pages, so
+  lines join its rows in one block (:mod:`.tables`). Paragraphs never cross pages, so
   :attr:`Converted.page_starts` is exact.
 """
 
@@ -29,12 +29,12 @@ from collections.abc import Iterator
 import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
 
-from ..documents import CONVERTED_FORMATS
-from .base import ConversionError, Converted
-from .pdf_contents import Placement, place_contents, place_statements
-from .pdf_layout import layout_headings
-from .pdf_lines import BULLET, Line, Reader, alnum, drop_running_lines, is_table_row, is_toc_page
-from .pdf_tables import group_tables
+from ...documents import CONVERTED_FORMATS
+from ..base import ConversionError, Converted
+from .contents import Placement, place_contents, place_statements
+from .layout import layout_headings
+from .lines import BULLET, Line, Reader, alnum, drop_running_lines, is_table_row, is_toc_page
+from .tables import group_tables
 
 __all__ = ["PdfConverter"]
 

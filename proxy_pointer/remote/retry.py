@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["Backoff", "Transient", "check_retry_args", "with_retries"]
 

@@ -1,6 +1,6 @@
 """Search over one Milvus segment: dense search (:class:`MilvusVectors`) and BM25
 (:class:`MilvusLexical`), the :class:`~.vectors.VectorSearch` and
-:class:`~.lexical.LexicalSearch` contracts a :class:`~.milvus_segment.MilvusSegment` hands
+:class:`~.lexical.LexicalSearch` contracts a :class:`~.segment.MilvusSegment` hands
 out."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .lexical import TermStats, bm25, idf
-from .vectors import VectorIndexConfig
+from ..lexical import TermStats, bm25, idf
+from ..vectors import VectorIndexConfig
 
 __all__ = ["MilvusLexical", "MilvusRows", "MilvusVectors"]
 
 
 class MilvusRows(Protocol):
-    """What searching a segment reads of it (a :class:`~.milvus_segment.MilvusSegment`)."""
+    """What searching a segment reads of it (a :class:`~.segment.MilvusSegment`)."""
 
     name: str
 

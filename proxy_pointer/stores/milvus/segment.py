@@ -20,14 +20,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..errors import ConfigError, DocumentError, IndexCorruptError, ProxyPointerError, StoreError
-from ..parse.chunking import Chunk
-from ..parse.tree import Tree
-from .lexical import ViewCache
-from .milvus_search import MilvusLexical, MilvusVectors
-from .records import DocumentRecord
-from .segments import DocumentParts, Pointer, remember
-from .vectors import VectorIndexConfig
+from ...errors import ConfigError, DocumentError, IndexCorruptError, ProxyPointerError, StoreError
+from ...parse.chunking import Chunk
+from ...parse.tree import Tree
+from ..lexical import ViewCache
+from ..records import DocumentRecord
+from ..segments import DocumentParts, Pointer, remember
+from ..vectors import VectorIndexConfig
+from .search import MilvusLexical, MilvusVectors
 
 __all__ = ["DEFAULT_NAME", "LENGTH_TERM", "MilvusConnection", "MilvusSegment", "is_server_uri",
            "row_key", "segment_number"]

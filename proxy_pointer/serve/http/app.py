@@ -30,9 +30,9 @@ tokens to groups. Every endpoint reads through the caller's view: a document who
 request without a valid token reads only documents without ``access``, or gets 401 with
 ``require_token``; the update token reads everything.
 
-The parts: :mod:`.http_routes` (one router per resource), :mod:`.http_models` (request
+The parts: :mod:`.routes` (one router per resource), :mod:`.models` (request
 bodies, their bounds from the service's :class:`~proxy_pointer.search.config.Limits`),
-:mod:`.http_auth` (the tokens) and :mod:`.http_guard` (body limit, generation header,
+:mod:`.auth` (the tokens) and :mod:`.guard` (body limit, generation header,
 errors); this module puts them together.
 
 Needs the ``serve`` extra: ``pip install 'proxy-pointer[serve]'``.
@@ -44,11 +44,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..access import Access
-from ..errors import ConfigError
-from .http_auth import TOKEN_ENV, Auth, optional_bearer
-from .http_guard import GENERATION_HEADER, Guard, install_error_handlers
-from .service import Service
+from ...access import Access
+from ...errors import ConfigError
+from ..service import Service
+from .auth import TOKEN_ENV, Auth, optional_bearer
+from .guard import GENERATION_HEADER, Guard, install_error_handlers
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -57,7 +57,7 @@ __all__ = ["GENERATION_HEADER", "INSPECTOR", "TOKEN_ENV", "create_app", "run"]
 
 #: The inspector's static files (``index.html``, ``app.js``, ``style.css``), shipped as
 #: package data.
-INSPECTOR = Path(__file__).with_name("inspector")
+INSPECTOR = Path(__file__).parent.parent / "inspector"
 #: The inspector's page runs only its own script and style and talks only to this server.
 _INSPECTOR_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' "
                   "data:; connect-src 'self'; base-uri 'none'; form-action 'self'; "
@@ -93,9 +93,9 @@ def create_app(service: Service, *, token: str | None = None,
     offline = _require("fastapi_offline")
     from starlette.concurrency import run_in_threadpool
 
-    from .. import __version__
-    from . import http_routes as routes
-    from .http_models import ERROR_STATUSES, ErrorResponse
+    from ... import __version__
+    from . import routes as routes
+    from .models import ERROR_STATUSES, ErrorResponse
 
     auth = Auth.of(token, tokens, require_token)
     root = None

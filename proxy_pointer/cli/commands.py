@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .embeddings import Embedder
-    from .search.retrieval import Retrieval
-    from .serve.service import Service
+    from ..embeddings import Embedder
+    from ..search.retrieval import Retrieval
+    from ..serve.service import Service
 
-from . import defaults, progress
-from .access import Access, read_metadata_file, read_tokens
-from .errors import ConfigError, DocumentError, NotFoundError, ProxyPointerError
-from .search.config import EXPANDS, MODES, PACKINGS, RetrievalConfig
+from .. import defaults
+from ..access import Access, read_metadata_file, read_tokens
+from ..errors import ConfigError, DocumentError, NotFoundError, ProxyPointerError
+from ..search.config import EXPANDS, MODES, PACKINGS, RetrievalConfig
+from . import progress
 
 __all__ = ["main"]
 
@@ -117,7 +118,7 @@ def _index_options(i: argparse.ArgumentParser) -> None:
     i.add_argument("--include", action="append", default=None, metavar="GLOB")
     i.add_argument("--exclude", action="append", default=[], metavar="GLOB")
     i.add_argument("--prune", action="store_true", help="remove documents whose files are gone")
-    from .embeddings.factory import SPEC_HELP
+    from ..embeddings.factory import SPEC_HELP
 
     i.add_argument("--embedder", default=None, help=SPEC_HELP)
     i.add_argument("--chunking", choices=["tokens", "chars"], default="tokens",
@@ -230,8 +231,8 @@ def _mcp_options(m: argparse.ArgumentParser) -> None:
 def _read_source(path: str, encoding: str) -> tuple[str, tuple[int, ...]]:
     """A document's text as the index sees it, and its page map: a PDF, HTML or Word file
     converted to Markdown (its warnings to stderr), any other file read as text."""
-    from .convert import convert_file, converter_for
-    from .documents import read_document
+    from ..convert import convert_file, converter_for
+    from ..documents import read_document
 
     if converter_for(path) is None:
         return read_document(path, encoding=encoding), ()
@@ -242,8 +243,8 @@ def _read_source(path: str, encoding: str) -> tuple[str, tuple[int, ...]]:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from .convert import converter_for
-    from .convert.base import with_page_markers
+    from ..convert import converter_for
+    from ..convert.base import with_page_markers
 
     if converter_for(args.file) is None:
         raise DocumentError(args.file, "is not a PDF, HTML or Word (.docx) file; Markdown and "
@@ -254,7 +255,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 
 def _cmd_tree(args: argparse.Namespace) -> int:
-    from .parse.tree import build_tree, format_tree
+    from ..parse.tree import build_tree, format_tree
 
     text, pages = _read_source(args.file, args.encoding)
     tree = build_tree(text, doc_id=Path(args.file).name, recover_headings=args.recover_headings)
@@ -268,8 +269,8 @@ def _cmd_tree(args: argparse.Namespace) -> int:
     else:
         labels: dict[str, str] = {}
         if args.noise:
-            from .parse.chunking import ChunkConfig, skip_reasons
-            from .parse.noise import classify_noise, noise_labels
+            from ..parse.chunking import ChunkConfig, skip_reasons
+            from ..parse.noise import classify_noise, noise_labels
 
             config = ChunkConfig(min_section_chars=args.min_section_chars)
             decisions = classify_noise(tree, config.noise)
@@ -281,20 +282,20 @@ def _cmd_tree(args: argparse.Namespace) -> int:
 
 
 def _make_embedder(spec: str | None, cache_dir: str | None) -> Embedder:
-    from .embeddings import CachedEmbedder, make_embedder
+    from ..embeddings import CachedEmbedder, make_embedder
 
     inner = make_embedder(spec or defaults.EMBEDDER)
     return CachedEmbedder(inner, cache_dir or defaults.cache_dir())
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from .documents import DEFAULT_INCLUDE
-    from .index import update_directory
-    from .ingest import DEFAULT_BATCH_BYTES, make_executor
-    from .parse.chunking import ChunkConfig
-    from .parse.noise import NoiseConfig
-    from .stores import open_store
-    from .stores.vectors import VectorIndexConfig
+    from ..documents import DEFAULT_INCLUDE
+    from ..index import update_directory
+    from ..ingest import DEFAULT_BATCH_BYTES, make_executor
+    from ..parse.chunking import ChunkConfig
+    from ..parse.noise import NoiseConfig
+    from ..stores import open_store
+    from ..stores.vectors import VectorIndexConfig
 
     # A bad metadata file fails before anything is opened or parsed.
     metadata = read_metadata_file(args.metadata) if args.metadata else None
@@ -343,8 +344,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
 def _open_service(args: argparse.Namespace) -> Service:
     """The index at ``--index``, held by the :class:`~.serve.service.Service` the servers
     use; one command reads the generation it opened, however long a batch runs."""
-    from .serve.service import Service
-    from .stores import open_store
+    from ..serve.service import Service
+    from ..stores import open_store
 
     given = {k: getattr(args, k) for k in ("synonyms", "vocabulary", "aliases") if k in args}
     store = open_store(args.index, token=args.milvus_token)
@@ -449,7 +450,7 @@ def _batch_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_section(args: argparse.Namespace) -> int:
-    from .refs import Ref
+    from ..refs import Ref
 
     Ref.parse(args.ref)  # a malformed ref fails before the index is opened
     section = _open_service(args).section_by_ref(args.ref, access=Access.of(args.principal))
@@ -478,10 +479,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if any(importlib.util.find_spec(m) is None for m in ("fastapi", "uvicorn")):
         raise ConfigError("the HTTP server needs FastAPI and uvicorn: "
                           "pip install 'proxy-pointer[serve]'")
-    from .llm import make_llm
-    from .serve.http import TOKEN_ENV, run
-    from .serve.service import Service
-    from .stores import open_store
+    from ..llm import make_llm
+    from ..serve.http import TOKEN_ENV, run
+    from ..serve.service import Service
+    from ..stores import open_store
 
     tokens = read_tokens(args.tokens) if args.tokens else None
     llm = make_llm(args.llm, base_url=args.llm_base_url)
@@ -505,8 +506,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-    from .llm import make_llm
-    from .search.synthesis import ENABLE_SYNTHESIS_HINT
+    from ..llm import make_llm
+    from ..search.synthesis import ENABLE_SYNTHESIS_HINT
 
     service = _open_service(args)
     cfg = _retrieval_config(service, args)
@@ -533,7 +534,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
     if importlib.util.find_spec("mcp") is None:
         raise ConfigError("the MCP server needs the MCP SDK: pip install 'proxy-pointer[mcp]'")
-    from .serve.mcp import serve
+    from ..serve.mcp import serve
 
     if args.transport == "http":
         print(f"proxy-pointer: MCP over streamable HTTP at http://{args.host}:{args.port}/mcp",
@@ -595,6 +596,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import pairwise
 
-from .numbering import TOP_RANK, numbering_rank
-from .pdf_lines import (
+from ..numbering import TOP_RANK, numbering_rank
+from .lines import (
     BULLET,
     CELL,
     TOC_TITLE,
@@ -225,7 +225,7 @@ def _assign_levels(chosen: list[tuple[Line, _Style | None]], anchors: dict[int, 
     rank or below and any unnumbered heading above them (a part, :data:`.numbering.TOP_RANK`,
     closes them all: a cover's title is no part's parent); an unnumbered one closes
     unnumbered headings that are not more prominent, and nests under the numbered heading
-    before it. A fixed heading (placed from the contents, :mod:`.pdf_contents`) is its
+    before it. A fixed heading (placed from the contents, :mod:`.contents`) is its
     depth below the heading open where its list starts (none for a list before the first
     numbered heading: the document's own contents), and the layout headings after it nest
     below it; a numbered layout heading of a rank the contents placed (an Item the list

@@ -27,7 +27,7 @@ engine embedded in a local file, one process at a time) or a server or cluster
 ``NAME_terms``
     Per segment, each BM25 term's document frequency, and under the term ``" "`` (which no
     text has) the segment's total length in terms: the statistics its BM25 scores use
-    (:class:`~.milvus_search.MilvusLexical`), and term weights for packing.
+    (:class:`~.search.MilvusLexical`), and term weights for packing.
 ``NAME_gen_000007``
     One small collection per generation: its manifest (the local store's, with each
     segment's name, row count and deleted documents), in parts.
@@ -58,17 +58,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import (
+from ...errors import (
     ConfigError,
     IndexCorruptError,
     IndexLockedError,
     IndexMismatchError,
     IndexNotFoundError,
 )
-from .base import SCHEMA_VERSION, Manifest, OpenedIndex
-from .lexical import terms as terms_of
-from .milvus_schema import blob_rows, chunk_row, ensure_blobs, ensure_collections
-from .milvus_segment import (
+from ..base import SCHEMA_VERSION, Manifest, OpenedIndex
+from ..lexical import terms as terms_of
+from ..segments import DocumentParts, Segment, SegmentSet, plan_write
+from .schema import blob_rows, chunk_row, ensure_blobs, ensure_collections
+from .segment import (
     DEFAULT_NAME,
     LENGTH_TERM,
     MilvusConnection,
@@ -78,7 +79,6 @@ from .milvus_segment import (
     quote,
     segment_number,
 )
-from .segments import DocumentParts, Segment, SegmentSet, plan_write
 
 __all__ = ["GRACE_SECONDS", "MilvusStore", "parse_location"]
 
