@@ -14,9 +14,7 @@ cheap: the tokenizer, markdown parser, FAISS and the LLM clients load when neede
 
 from __future__ import annotations
 
-from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import (
     ConfigError,
@@ -31,11 +29,9 @@ from .errors import (
     ProxyPointerError,
     StoreError,
 )
+from .package import VERSION, lazy_exports
 
-try:
-    __version__ = version("proxy-pointer")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+__version__ = VERSION
 
 # Public name -> the module that defines it (imported on first attribute access).
 _LAZY = {
@@ -113,17 +109,7 @@ if TYPE_CHECKING:
     from .vocab.synonyms import Synonyms
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'proxy_pointer' has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [

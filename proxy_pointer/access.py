@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["ACCESS_KEY", "ANONYMOUS", "Access", "check_metadata", "check_metadata_of",
+__all__ = ["ACCESS_KEY", "ANONYMOUS", "EVERYONE", "Access", "check_metadata", "check_metadata_of",
            "parse_where", "public_metadata", "read_metadata_file", "read_tokens"]
 
 #: The metadata key that lists the groups allowed to read a document.
@@ -148,6 +148,19 @@ class Access:
                 raise ConfigError(f"a principal is a list of group names, got {sorted(groups)!r}")
         return cls(groups, parse_where(where))
 
+    def narrowed(self, where: Where) -> Access:
+        """This view with the filters ``where`` added (:func:`parse_where`): a request
+        narrows its caller's view, never widens it."""
+        if not where:
+            return self
+        return replace(self, where=tuple(sorted({*self.where, *parse_where(where)})))
+
+    @property
+    def unfiltered(self) -> Access:
+        """The principal alone, without filters: the documents whose statistics weigh a
+        search (a request's filters narrow what it finds, not how terms are weighed)."""
+        return replace(self, where=()) if self.where else self
+
     @property
     def everything(self) -> bool:
         """Whether this view hides nothing (a trusted caller, no filters)."""
@@ -167,6 +180,9 @@ class Access:
 #: A caller with no groups (a server request without a valid token): documents without
 #: ``access`` only.
 ANONYMOUS = Access(frozenset())
+#: A trusted caller who sees every document, without filters (the CLI's own user, an admin
+#: token).
+EVERYONE = Access()
 
 
 def read_metadata_file(path: str | Path) -> dict[str, dict[str, Any]]:
@@ -214,9 +230,9 @@ def read_tokens(path: str | Path) -> dict[str, Access]:
         if not token.strip():
             raise ConfigError(f"{path}: an empty token")
         if groups == "*":
-            out[token] = Access()
+            out[token] = EVERYONE
         elif isinstance(groups, list) and all(isinstance(g, str) and g.strip() for g in groups):
-            out[token] = Access(frozenset(groups))
+            out[token] = Access.of(groups)
         else:
             raise ConfigError(f"{path}: token ...{token[-4:]}: expected a list of group names "
                               f"or \"*\", got {groups!r}")

@@ -18,7 +18,6 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +38,7 @@ from .ingest import (
     run_order,
     source_bytes,
 )
+from .package import VERSION
 from .parse.chunking import CHUNKER_VERSION, Chunk, ChunkConfig
 from .refs import Ref, SectionText, open_ref, resolve
 from .search.corpus import ChunkRows, DocumentTable, Reader
@@ -66,13 +66,6 @@ __all__ = ["SPILL_BYTES", "ChunkRows", "DocumentTable", "Index", "IngestProgress
 #: Text to read above which an update of an index held in memory streams its documents
 #: into a segment in the temporary folder rather than holding them (about 25,000 chunks).
 SPILL_BYTES = 16_000_000
-
-
-def _library_version() -> str:
-    try:
-        return version("proxy-pointer")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 class Index:
@@ -188,7 +181,7 @@ class Index:
             vector_index=self.vector_config,
             recover_headings=self.recover_headings,
             chunker_version=self._chunker_version,
-            library_version=_library_version(),
+            library_version=VERSION,
             saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             n_documents=self._segments.n_documents(),
             n_chunks=self._segments.n_rows,

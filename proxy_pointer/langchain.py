@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .package import needs
+
 try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
 except ImportError as e:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "proxy_pointer.langchain needs langchain-core: pip install 'proxy-pointer[langchain]'"
-    ) from e
+    raise ImportError(needs("proxy_pointer.langchain", "langchain-core", "langchain")) from e
 from pydantic import ConfigDict, Field
 
 from . import defaults

@@ -25,6 +25,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from .package import needs
+
 try:
     from llama_index.core.callbacks import CallbackManager
     from llama_index.core.retrievers import BaseRetriever
@@ -36,10 +38,7 @@ try:
         TextNode,
     )
 except ImportError as e:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "proxy_pointer.llama_index needs llama-index-core: "
-        "pip install 'proxy-pointer[llama-index]'"
-    ) from e
+    raise ImportError(needs("proxy_pointer.llama_index", "llama-index-core", "llama-index")) from e
 
 from . import defaults
 from .index import Index

@@ -39,7 +39,8 @@ PUBLIC = {
 #: inside a function.
 LAYERS = [
     # protocols and leaves: no dependency on anything but errors
-    {"errors", "defaults", "access", "tokens", "remote.retry", "remote", "bundled", "llm.base",
+    {"errors", "package", "defaults", "access", "tokens", "remote.retry", "remote", "bundled",
+     "llm.base",
      "llm.scripted",
      "embeddings.base", "convert.base", "convert.numbering", "convert.markdown",
      "convert.pdf.lines", "convert.pdf.tables", "parse.periods", "parse.cards",

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
     from ..serve.service import Service
 
 from .. import defaults
-from ..access import Access, read_metadata_file, read_tokens
+from ..access import EVERYONE, Access, read_metadata_file, read_tokens
 from ..errors import ConfigError, DocumentError, NotFoundError, ProxyPointerError
+from ..package import needs
 from ..search.config import EXPANDS, MODES, PACKINGS, RetrievalConfig
 from . import progress
 
@@ -366,7 +367,7 @@ def _retrieval_config(service: Service, args: argparse.Namespace) -> RetrievalCo
     return RetrievalConfig(budget=args.budget, k=args.k, k_search=args.k_search,
                            doc_ids=tuple(doc_ids) or None, path_prefix=args.path,
                            expand=args.expand, hybrid=args.hybrid, mode=args.mode,
-                           packing=args.packing, principal=args.principal, where=args.where,
+                           packing=args.packing, access=view,
                            **service.query_options)
 
 
@@ -436,7 +437,7 @@ def _batch_query(args: argparse.Namespace) -> int:
                 # A dataset's id may omit the file suffix. Resolved among all documents (a
                 # hidden one then finds nothing under the principal); an unknown id is kept
                 # as given and finds nothing.
-                doc_key = service.resolve_doc(doc_id, access=Access()) or doc_id
+                doc_key = service.resolve_doc(doc_id, access=EVERYONE) or doc_id
                 qcfg = dataclasses.replace(cfg, doc_ids=(doc_key,))
             # the one payload (query --json, HTTP /query, MCP search), with the question's id
             payload = {"id": qid, **service.retrieve(question, qcfg).to_dict()}
@@ -477,8 +478,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import os
 
     if any(importlib.util.find_spec(m) is None for m in ("fastapi", "uvicorn")):
-        raise ConfigError("the HTTP server needs FastAPI and uvicorn: "
-                          "pip install 'proxy-pointer[serve]'")
+        raise ConfigError(needs("the HTTP server", "FastAPI and uvicorn", "serve"))
     from ..llm import make_llm
     from ..serve.http import TOKEN_ENV, run
     from ..serve.service import Service
@@ -489,7 +489,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     service = Service(open_store(args.index, token=args.milvus_token), llm=llm,
                       synonyms=args.synonyms, vocabulary=args.vocabulary, aliases=args.aliases)
     token = os.environ.get(TOKEN_ENV) or None
-    health = service.health(access=Access())
+    health = service.health(access=EVERYONE)
 
     def announce() -> None:  # once the index, --docs-root and the app are good
         print(f"proxy-pointer: serving {args.index} ({health['documents']} documents, "
@@ -533,7 +533,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     import importlib.util
 
     if importlib.util.find_spec("mcp") is None:
-        raise ConfigError("the MCP server needs the MCP SDK: pip install 'proxy-pointer[mcp]'")
+        raise ConfigError(needs("the MCP server", "the MCP SDK", "mcp"))
     from ..serve.mcp import serve
 
     if args.transport == "http":

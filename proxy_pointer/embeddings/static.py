@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import bundled, defaults
 from ..errors import EmbeddingError
+from ..package import needs
 from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, normalize_rows
 
@@ -39,7 +40,7 @@ _PCA_DIMS = 256
 # model2vec's encode() truncates every text to the model's max_length tokens, 512 unless the
 # model's config says otherwise (distillation keeps that default).
 _MODEL2VEC_MAX_LENGTH = 512
-_INSTALL_HINT = "fast mode needs model2vec: pip install 'proxy-pointer[fast]'"
+_INSTALL_HINT = needs("fast mode", "model2vec", "fast")
 
 
 def distilled_minilm(cache_dir: str | os.PathLike[str] | None = None, *,

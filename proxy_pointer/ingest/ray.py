@@ -32,13 +32,14 @@ import numpy as np
 
 from ..embeddings import CachedEmbedder, Embedder, embedder_from_id
 from ..errors import ConfigError, ProxyPointerError
+from ..package import needs
 from ..parse.chunking import ChunkConfig
 from .executor import EMBED_STEP, Batch, Job, check_workers, embed_checked, usable_cpus
 from .parsing import ParsedDocument, ReadDocument
 
 __all__ = ["RAY_HINT", "RayExecutor", "start_ray"]
 
-RAY_HINT = "executor='ray' needs Ray: pip install 'proxy-pointer[ray]'"
+RAY_HINT = needs("executor='ray'", "Ray", "ray")
 
 
 def _ray() -> Any:

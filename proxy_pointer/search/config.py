@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sized
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .. import defaults
-from ..access import Access
+from ..access import EVERYONE, Access
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -140,10 +140,13 @@ class RetrievalConfig:
       comes first (:func:`~.ranking.boost_named`).
     * ``doc_ids`` and ``path_prefix`` restrict the search (``path_prefix`` matches the
       leading titles of a chunk's breadcrumb, case-insensitively).
-    * ``principal`` (the caller's groups) hides documents whose metadata's ``access``
-      names none of them; ``where`` (``{"key": "value"}`` or ``["key=value"]``) keeps
-      documents whose metadata holds every pair (:mod:`.access`). Both act inside search,
-      before the top ``k``: hidden documents take no places. ``None``: no filter.
+    * ``access`` (an :class:`~proxy_pointer.access.Access`: the caller's groups and
+      filters, built once per request) hides documents whose metadata's ``access`` names
+      none of its groups and keeps those whose metadata holds every ``where`` pair. It
+      acts inside search, before the top ``k``: hidden documents take no places. Default:
+      a trusted caller, no filter. ``principal`` (the groups) and ``where``
+      (``{"key": "value"}`` or ``["key=value"]``) are the same given apart: each replaces
+      that part of ``access`` and is folded into it at construction (read ``access``).
       ``where`` on a card field (``entity``, ``period``, ``kind``, ``fiscal_year``, ...)
       matches the document's card (:func:`~proxy_pointer.parse.cards.card_matches`:
       ``entity=3M`` any name it goes by, ``period=FY2021`` its fiscal year).
@@ -183,6 +186,7 @@ class RetrievalConfig:
     title_boost: float = 0.15
     doc_ids: tuple[str, ...] | None = None
     path_prefix: tuple[str, ...] | None = None
+    access: Access = EVERYONE
     principal: tuple[str, ...] | None = None
     where: tuple[tuple[str, str], ...] | None = None
     route: bool = True
@@ -196,10 +200,17 @@ class RetrievalConfig:
                 from ..vocab.synonyms import Synonyms
 
                 object.__setattr__(self, name, Synonyms.load(getattr(self, name)))
-        view = Access.of(self.principal, self.where)  # ConfigError for a malformed one
-        object.__setattr__(self, "principal", None if view.principal is None
-                           else tuple(sorted(view.principal)))
-        object.__setattr__(self, "where", view.where or None)
+        if self.principal is not None or self.where is not None:
+            asked = Access.of(self.principal, self.where)  # ConfigError for a malformed one
+            folded = replace(
+                self.access,
+                principal=self.access.principal if self.principal is None else asked.principal,
+                where=self.access.where if self.where is None else asked.where)
+            object.__setattr__(self, "access", folded)
+            object.__setattr__(self, "principal", None)
+            object.__setattr__(self, "where", None)
+        if not isinstance(self.access, Access):
+            raise ConfigError(f"access must be an Access, got {type(self.access).__name__}")
         if isinstance(self.doc_ids, str):
             object.__setattr__(self, "doc_ids", (self.doc_ids,))
         elif self.doc_ids is not None:

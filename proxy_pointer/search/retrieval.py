@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..access import Access, public_metadata
+from ..access import public_metadata
 from ..parse.tree import normalize_title
 from ..refs import Ref
 from ..vocab.filings import FILINGS
@@ -171,7 +171,7 @@ class Retriever:
         """Where the cards send ``question``, among the documents this request may
         search (its view and ``doc_ids``): a reader never learns of documents it cannot
         see; and the rows of that view's documents whose cards name no entity."""
-        view = Access.of(cfg.principal, cfg.where)
+        view = cfg.access
         aliases = cfg.aliases if isinstance(cfg.aliases, Synonyms) else None
 
         def shelf() -> Shelf:
@@ -190,7 +190,7 @@ class Retriever:
 
     def _filter_rows(self, cfg: RetrievalConfig) -> np.ndarray | None:
         idx = self.corpus
-        rows = idx.visible_rows(Access.of(cfg.principal, cfg.where))
+        rows = idx.visible_rows(cfg.access)
         if cfg.doc_ids is not None:
             wanted = idx.rows_for(cfg.doc_ids)
             rows = wanted if rows is None else np.intersect1d(rows, wanted)
@@ -250,7 +250,7 @@ class Retriever:
         """The rows whose statistics weigh BM25 terms: those the principal may read (its
         own filters, ``doc_ids`` and routing narrow the search, never the statistics), so
         documents hidden from it change neither its scores nor its order."""
-        rows = self.corpus.visible_rows(Access.of(cfg.principal))
+        rows = self.corpus.visible_rows(cfg.access.unfiltered)
         return None if rows is None or len(rows) == len(self.corpus.chunks) else rows
 
     # --- assembly -------------------------------------------------------------------

@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Annotated, Any, Literal, get_type_hints
 
+from ..package import needs
+
 try:
     import anyio
     from mcp.types import ToolAnnotations
@@ -46,9 +48,7 @@ try:
         from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[attr-defined,no-redef]
         from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[import-not-found,no-redef]
 except ImportError as e:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "proxy_pointer.serve.mcp needs the MCP SDK: pip install 'proxy-pointer[mcp]'"
-    ) from e
+    raise ImportError(needs("proxy_pointer.serve.mcp", "the MCP SDK", "mcp")) from e
 
 from .. import defaults
 from ..access import ANONYMOUS, Access

@@ -148,10 +148,7 @@ class Service:
             check_k(k, self.limits)
         if doc_ids is not None:
             check_doc_ids(doc_ids, self.limits)
-        options: dict[str, Any] = {
-            **self.query_options,
-            "principal": access.principal,
-            "where": (*access.where, *Access.of(where=where).where) or None}
+        options: dict[str, Any] = {**self.query_options, "access": access.narrowed(where)}
         for name, value in (("budget", budget), ("k", k), ("path_prefix", path_prefix),
                             ("mode", mode)):
             if value is not None:

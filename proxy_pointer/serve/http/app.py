@@ -38,7 +38,6 @@ errors); this module puts them together.
 Needs the ``serve`` extra: ``pip install 'proxy-pointer[serve]'``.
 """
 
-import importlib
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -46,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...access import Access
 from ...errors import ConfigError
+from ...package import require
 from ..service import Service
 from .auth import TOKEN_ENV, Auth, optional_bearer
 from .guard import GENERATION_HEADER, Guard, install_error_handlers
@@ -65,11 +65,7 @@ _INSPECTOR_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-
 
 
 def _require(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ConfigError(f"the HTTP server needs {module}: "
-                          "pip install 'proxy-pointer[serve]'") from None
+    return require(module, what="the HTTP server", extra="serve")
 
 
 def create_app(service: Service, *, token: str | None = None,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...access import ANONYMOUS, Access
+from ...access import ANONYMOUS, EVERYONE, Access
 from ...errors import ConfigError
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class Auth:
         # Looked up by hash, so a lookup's timing says nothing about the tokens held.
         views = {_digest(t): v for t, v in (tokens or {}).items()}
         if secret:
-            views[_digest(secret)] = Access()
+            views[_digest(secret)] = EVERYONE
         if require_token and not views:
             raise ConfigError("--require-token needs tokens: pass --tokens FILE")
         return cls(views, secret, require_token)

@@ -93,8 +93,7 @@ def document_routes(service: Service) -> APIRouter:
             max_length=32, description="KEY=VALUE on metadata or card fields, e.g. "
             "entity=3M, period=FY2021, kind=10-K (repeatable: all must hold)")] = None
                   ) -> dict[str, Any]:
-        pairs = {*view.where, *Access.of(where=where).where}
-        filtered = Access(view.principal, tuple(sorted(pairs)))
+        filtered = view.narrowed(where)
         return pinned(service, request,
                       lambda: {"documents": service.documents(access=filtered)})
 

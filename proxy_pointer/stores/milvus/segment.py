@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ...errors import ConfigError, DocumentError, IndexCorruptError, ProxyPointerError, StoreError
+from ...errors import DocumentError, IndexCorruptError, ProxyPointerError, StoreError
+from ...package import require
 from ...parse.chunking import Chunk
 from ...parse.tree import Tree
 from ..lexical import ViewCache
@@ -104,11 +105,9 @@ class MilvusConnection:
         """The connected ``MilvusClient`` (connects on first use)."""
         with self._lock:
             if self._client is None:
-                try:
-                    from pymilvus import MilvusClient
-                except ImportError:
-                    raise ConfigError("a milvus: index needs pymilvus and Milvus Lite: "
-                                      "pip install 'proxy-pointer[milvus]'") from None
+                MilvusClient = require("pymilvus", what="a milvus: index",
+                                       library="pymilvus and Milvus Lite",
+                                       extra="milvus").MilvusClient
                 # Milvus Lite logs a traceback of its own when it cannot open a file; the
                 # StoreError below says it in one line.
                 lite_log = logging.getLogger("milvus_lite.server_manager")
