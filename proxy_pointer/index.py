@@ -241,14 +241,15 @@ class Index:
 
     @property
     def vector_config(self) -> VectorIndexConfig:
-        """How dense search runs (exact or approximate). Setting it switches the current
-        reader at once; saved segments get the new structure when the index is next saved
-        (vectors are reused, nothing is re-embedded)."""
+        """How dense search runs (exact or approximate). Setting it hands out a new reader
+        (:meth:`Reader.configured <.search.corpus.Reader.configured>`; a reader already held
+        answers as it did); saved segments get the new structure when the index is next
+        saved (vectors are reused, nothing is re-embedded)."""
         return self._reader.vector_config
 
     @vector_config.setter
     def vector_config(self, config: VectorIndexConfig) -> None:
-        self._reader.vector_config = config
+        self._reader = self._reader.configured(config)
 
     # --- changing contents --------------------------------------------------------------
     def _set(self, segments: SegmentSet) -> None:

@@ -160,9 +160,10 @@ class ChunkRows(Sequence[Chunk]):
 class Reader:
     """One generation of an index, read on demand: implements :class:`Corpus`.
 
-    ``vector_config`` says how dense search runs (exact or approximate) and may be changed
-    in place; ``recover_headings`` is how trees of documents stored without one are parsed.
-    Thread-safe for concurrent readers; never changes contents.
+    ``vector_config`` says how dense search runs (exact or approximate); a reader never
+    changes, so another setting is another reader (:meth:`configured`), and one held by a
+    query answers as it did. ``recover_headings`` is how trees of documents stored without
+    one are parsed. Thread-safe for concurrent readers.
     """
 
     def __init__(self, segments: SegmentSet, embedder: Embedder, *,
@@ -170,20 +171,40 @@ class Reader:
                  recover_headings: bool = False, version: int = 0) -> None:
         self.segments = segments
         self._embedder = embedder
-        self.vector_config = vector_config or VectorIndexConfig()
-        self.recover_headings = recover_headings
+        self._vector_config = vector_config or VectorIndexConfig()
+        self._recover_headings = recover_headings
         self._version = version
         self._trees: OrderedDict[str, Tree] = OrderedDict()  # most recently used last
         self._line_tokens: dict[str, tuple[int, ...]] = {}
         self._lock = threading.Lock()
         self._derived = Derived(self.tree)
 
+    @property
+    def vector_config(self) -> VectorIndexConfig:
+        """How dense search runs (exact or approximate), fixed for this reader."""
+        return self._vector_config
+
+    @property
+    def recover_headings(self) -> bool:
+        """Whether trees of documents stored without one are parsed with heading recovery."""
+        return self._recover_headings
+
+    def configured(self, vector_config: VectorIndexConfig) -> Reader:
+        """A reader of the same generation whose dense search runs as ``vector_config``
+        says (this one is unchanged); it keeps the trees and line counts read so far."""
+        nxt = Reader(self.segments, self._embedder, vector_config=vector_config,
+                     recover_headings=self._recover_headings, version=self._version)
+        with self._lock:
+            nxt._trees.update(self._trees)
+            nxt._line_tokens.update(self._line_tokens)
+        return nxt
+
     def successor(self, segments: SegmentSet) -> Reader:
         """A reader of ``segments``, the next generation: it keeps the trees and line
         counts of documents whose record is unchanged, and nothing else derived."""
         old = self.segments
-        nxt = Reader(segments, self._embedder, vector_config=self.vector_config,
-                     recover_headings=self.recover_headings, version=self._version + 1)
+        nxt = Reader(segments, self._embedder, vector_config=self._vector_config,
+                     recover_headings=self._recover_headings, version=self._version + 1)
         with self._lock:
             kept = [(d, t) for d, t in self._trees.items()
                     if d in segments and d in old
@@ -239,7 +260,7 @@ class Reader:
         restricts the search to those rows (exact for a small subset).
         """
         q = np.asarray(query, np.float32).reshape(-1)
-        return self.segments.dense(q, k, self.vector_config, rows, exact=exact)
+        return self.segments.dense(q, k, self._vector_config, rows, exact=exact)
 
     def lexical_search(self, question: str, k: int, rows: np.ndarray | None = None, *,
                        scope: np.ndarray | None = None) -> list[tuple[int, float]]:
@@ -325,7 +346,7 @@ class Reader:
             t = self.segments.segment_of(doc_id).tree(doc_id)
             if t is None:  # not saved (a text file, Index.from_parts): parse the copy
                 t = build_tree(self.text(doc_id), doc_id=doc_id,
-                               recover_headings=self.recover_headings)
+                               recover_headings=self._recover_headings)
         with self._lock:  # concurrent readers share the cache
             self._trees[doc_id] = t
             self._trees.move_to_end(doc_id)

@@ -13,6 +13,7 @@ from proxy_pointer.search.packing import pack
 from proxy_pointer.search.ranking import group, select
 from proxy_pointer.search.retrieval import Retriever
 from proxy_pointer.stores.lexical import terms
+from proxy_pointer.stores.vectors import VectorIndexConfig
 
 DOCS = {
     "a.md": "# Alpha\n\n## Optics\n\nThe telescope mirror is ground from glass.\n\n"
@@ -65,6 +66,21 @@ def test_an_update_makes_a_successor_and_the_old_reader_keeps_its_generation() -
     assert "c.md" not in old.documents and "c.md" in new.documents
     # A retriever holding the old reader still answers from the old generation.
     assert Retriever(old).retrieve("equatorial mount", budget=200) == before
+
+
+def test_a_new_vector_setting_hands_out_a_new_reader_and_a_held_one_is_unchanged() -> None:
+    """Readers are snapshots: setting ``vector_config`` changes what the index hands out
+    next, never the reader a query already holds."""
+    idx = small_index()
+    held = idx.reader
+    flat = held.vector_config
+    idx.vector_config = VectorIndexConfig(kind="hnsw", hnsw_m=8)
+    assert idx.reader is not held and idx.reader.vector_config.kind == "hnsw"
+    assert held.vector_config == flat and held.vector_config.kind != "hnsw"
+    assert idx.reader.version == held.version  # the same contents
+    assert reads(idx.reader)[:9] == reads(held)[:9]
+    with pytest.raises(AttributeError):
+        held.vector_config = VectorIndexConfig(kind="hnsw")  # type: ignore[misc]
 
 
 def test_a_changed_document_gets_a_fresh_tree() -> None:
