@@ -63,6 +63,7 @@ LAYERS = [
     {"search.config", "search.derived", "search.corpus", "search"},
     {"search.sections"},  # the result type, read by everything above
     {"search.ranking", "search.rerank", "search.routing", "search.expansion"},
+    {"search.steps"},  # ranking steps with one signature, run in order by the retriever
     {"search.packing"},
     {"search.retrieval"},
     {"search.synthesis"},

@@ -37,16 +37,14 @@ from .ranking import (
     boost_titles,
     fuse_chunks,
     group,
-    keep_documents,
     merge_duplicates,
     named_labels,
     promote,
-    rank_nodes,
     select,
 )
-from .rerank import rerank
 from .routing import Route, Shelf
 from .sections import Section
+from .steps import STEPS, Query, Step, run_steps
 
 if TYPE_CHECKING:
     from .corpus import Corpus
@@ -98,9 +96,12 @@ class Retriever:
     (:meth:`Index.retrieve <proxy_pointer.index.Index.retrieve>` takes the current one per
     question, so it follows updates)."""
 
-    def __init__(self, corpus: Corpus, config: RetrievalConfig | None = None) -> None:
+    def __init__(self, corpus: Corpus, config: RetrievalConfig | None = None, *,
+                 steps: Sequence[Step] = STEPS) -> None:
         self.corpus = corpus
         self.config = config or RetrievalConfig()
+        #: The ranking steps run on the candidates, in order (:mod:`.steps`).
+        self.steps: tuple[Step, ...] = tuple(steps)
 
     # --- public ---------------------------------------------------------------------
     def retrieve(self, question: str, **options: Any) -> Retrieval:
@@ -131,20 +132,12 @@ class Retriever:
         question = question[:_MAX_QUESTION_CHARS]
         ranked, q, expansion = self._understood(question, cfg, rows, timings)
         t = time.perf_counter()
-        candidates = group(self.corpus, ranked)
-        if cfg.documents:
-            candidates = keep_documents(self.corpus, candidates, q, cfg.documents,
-                                        rrf_k=cfg.rrf_k)
-        candidates = rank_nodes(self.corpus, candidates, q, cfg.mode, beam=cfg.beam,
-                                rrf_k=cfg.rrf_k)
-        if cfg.rerank_llm is not None:
-            t1 = time.perf_counter()
-            candidates = rerank(self.corpus, candidates, question, cfg.rerank_llm,
-                                top=cfg.rerank_top)
-            timings["rerank"] = time.perf_counter() - t1
+        asked = Query(question, expansion.text(question), q, cfg)
+        candidates = run_steps(self.steps, group(self.corpus, ranked), asked, self.corpus,
+                               timings)
         timings["dedupe"] = time.perf_counter() - t
         t = time.perf_counter()
-        sections, omitted = self._assemble(expansion.text(question), candidates, cfg, q)
+        sections, omitted = self._assemble(asked.text, candidates, cfg, q)
         timings["slice"] = time.perf_counter() - t
         used = sum(s.tokens for s in sections)
         return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates),
