@@ -21,8 +21,9 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["ACCESS_KEY", "ANONYMOUS", "EVERYONE", "Access", "check_metadata", "check_metadata_of",
-           "parse_where", "public_metadata", "read_metadata_file", "read_tokens"]
+__all__ = ["ACCESS_KEY", "ANONYMOUS", "EVERYONE", "Access", "Where", "check_metadata",
+           "check_metadata_of", "parse_where", "public_metadata", "read_metadata_file",
+           "read_tokens"]
 
 #: The metadata key that lists the groups allowed to read a document.
 ACCESS_KEY = "access"

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import DocumentError
 
-__all__ = ["ConversionError", "Converted", "Converter", "page_label", "page_of", "page_span",
-           "with_page_markers"]
+__all__ = ["ConversionError", "Converted", "Converter", "page_fields", "page_label", "page_of",
+           "page_span", "with_page_markers"]
 
 
 class ConversionError(DocumentError):
@@ -79,6 +79,17 @@ def page_span(page_starts: tuple[int, ...], first: int, last: int
     a, b = page_of(page_starts, first), page_of(page_starts, max(first, last))
     assert a is not None and b is not None
     return a, b
+
+
+def page_fields(page_starts: tuple[int, ...], first: int, last: int, end: int | None = None
+                ) -> dict[str, Any]:
+    """A section's ``pages`` (of 1-based lines ``first..last``) and ``page_breaks`` (page
+    starts after ``first`` up to the section's ``end``); none without a page map."""
+    span = page_span(page_starts, first, last)
+    if span is None:
+        return {}
+    end = last if end is None else end
+    return {"pages": span, "page_breaks": tuple(b for b in page_starts if first < b <= end)}
 
 
 def page_label(span: tuple[int, int]) -> str:

@@ -14,21 +14,22 @@ Cheap to import (the CLI reads the choices before it loads anything heavy).
 from __future__ import annotations
 
 import os
-from collections.abc import Sized
-from dataclasses import dataclass, replace
+import warnings
+from collections.abc import Iterable, Sized
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .. import defaults
-from ..access import EVERYONE, Access
+from ..access import EVERYONE, Access, Where
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from ..llm.base import LLM
     from ..vocab.synonyms import Synonyms
 
-__all__ = ["EXPANDS", "MODES", "PACKINGS", "Expand", "Limits", "Mode", "Packing",
-           "RetrievalConfig", "check_budget", "check_choice", "check_count", "check_doc_ids",
-           "check_k", "check_question"]
+__all__ = ["EXPANDS", "MODES", "PACKINGS", "TUNING", "Expand", "Limits", "Mode", "Packing",
+           "RetrievalConfig", "Tuning", "check_budget", "check_choice", "check_count",
+           "check_doc_ids", "check_k", "check_question"]
 
 #: How nodes are ranked as sections (:mod:`.ranking`); the default first. The type serves
 #: schemas (the HTTP request model); the tuple serves checks and the CLI's choices.
@@ -100,8 +101,9 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RetrievalConfig:
-    """How a question becomes sections. Defaults were tuned on qasper-dev (see README).
+class Tuning:
+    """How the engine turns a question into sections: every knob, with defaults tuned on
+    qasper-dev (see README). A request (:class:`RetrievalConfig`) carries one.
 
     * ``k_search`` chunks are searched, merged into unique nodes, the best ``k`` kept.
     * ``mode`` ranks nodes as sections (:mod:`.ranking`): ``"chunks"`` (default: a node
@@ -112,17 +114,16 @@ class RetrievalConfig:
       costs latency (README).
     * ``expand="section"`` hands over a node with its subsections (the reference design);
       ``"own"`` only its own text up to its first child.
-    * ``budget`` caps the total tokens of all section texts. ``packing="evidence"``
-      (default, :func:`~.packing.pack_evidence`) fills it with the best lines of the ``k``
-      sections, whole sections where they fit; ``lexical_weight`` (default 0: on
-      qasper-dev 0.1 and 0.25 lost up to 4 points at 500 tokens) is how much a block's own
-      BM25 match with the question raises its chunk's score. ``packing="sections"`` hands
-      over whole sections in rank order, trimming one that does not fit to its heading and
-      its best pieces. Both are one planner (:func:`~.packing.pack`): a block or line too
-      long for a section's share is cut at sentences, so no ranked section is left out for
-      its size. Either way a section may take at most
-      ``max(section_floor, max_section_share * budget)`` tokens (the evidence packer
-      lifts this cap only to fill what the other sections left; ``evidence_cap=False``
+    * ``packing="evidence"`` (default, :func:`~.packing.pack_evidence`) fills the budget
+      with the best lines of the ``k`` sections, whole sections where they fit;
+      ``lexical_weight`` (default 0: on qasper-dev 0.1 and 0.25 lost up to 4 points at 500
+      tokens) is how much a block's own BM25 match with the question raises its chunk's
+      score. ``packing="sections"`` hands over whole sections in rank order, trimming one
+      that does not fit to its heading and its best pieces. Both are one planner
+      (:func:`~.packing.pack`): a block or line too long for a section's share is cut at
+      sentences, so no ranked section is left out for its size. Either way a section may
+      take at most ``max(section_floor, max_section_share * budget)`` tokens (the evidence
+      packer lifts this cap only to fill what the other sections left; ``evidence_cap=False``
       drops it), so one long chapter cannot crowd out every other hit.
     * ``documents`` > 0 keeps only the sections of that many best documents (two-stage
       search: a document ranks by its best chunk and by the mean vector of its opening
@@ -138,18 +139,6 @@ class RetrievalConfig:
       embedder barely sees such numbers, the breadcrumb states them exactly. With it on, a
       section the question names by all the words of its title ("the cash flow statement")
       comes first (:func:`~.ranking.boost_named`).
-    * ``doc_ids`` and ``path_prefix`` restrict the search (``path_prefix`` matches the
-      leading titles of a chunk's breadcrumb, case-insensitively).
-    * ``access`` (an :class:`~proxy_pointer.access.Access`: the caller's groups and
-      filters, built once per request) hides documents whose metadata's ``access`` names
-      none of its groups and keeps those whose metadata holds every ``where`` pair. It
-      acts inside search, before the top ``k``: hidden documents take no places. Default:
-      a trusted caller, no filter. ``principal`` (the groups) and ``where``
-      (``{"key": "value"}`` or ``["key=value"]``) are the same given apart: each replaces
-      that part of ``access`` and is folded into it at construction (read ``access``).
-      ``where`` on a card field (``entity``, ``period``, ``kind``, ``fiscal_year``, ...)
-      matches the document's card (:func:`~proxy_pointer.parse.cards.card_matches`:
-      ``entity=3M`` any name it goes by, ``period=FY2021`` its fiscal year).
     * ``route`` (default on) sends a question that names an entity the documents' cards
       know ("3M", "FY2021", "10-Q") to those documents before ranking sections
       (:mod:`.routing`); the result's ``routing`` says what matched. A question naming
@@ -166,8 +155,6 @@ class RetrievalConfig:
       adds the others to that entity's names.
     """
 
-    budget: int = defaults.BUDGET
-    k: int = defaults.K
     k_search: int = defaults.K_SEARCH
     expand: str = defaults.EXPAND
     mode: str = defaults.MODE
@@ -184,11 +171,6 @@ class RetrievalConfig:
     hybrid: bool = defaults.HYBRID
     rrf_k: int = 60
     title_boost: float = 0.15
-    doc_ids: tuple[str, ...] | None = None
-    path_prefix: tuple[str, ...] | None = None
-    access: Access = EVERYONE
-    principal: tuple[str, ...] | None = None
-    where: tuple[tuple[str, str], ...] | None = None
     route: bool = True
     vocabulary: bool = True
     synonyms: Synonyms | str | os.PathLike[str] | None = None
@@ -200,28 +182,6 @@ class RetrievalConfig:
                 from ..vocab.synonyms import Synonyms
 
                 object.__setattr__(self, name, Synonyms.load(getattr(self, name)))
-        if self.principal is not None or self.where is not None:
-            asked = Access.of(self.principal, self.where)  # ConfigError for a malformed one
-            folded = replace(
-                self.access,
-                principal=self.access.principal if self.principal is None else asked.principal,
-                where=self.access.where if self.where is None else asked.where)
-            object.__setattr__(self, "access", folded)
-            object.__setattr__(self, "principal", None)
-            object.__setattr__(self, "where", None)
-        if not isinstance(self.access, Access):
-            raise ConfigError(f"access must be an Access, got {type(self.access).__name__}")
-        if isinstance(self.doc_ids, str):
-            object.__setattr__(self, "doc_ids", (self.doc_ids,))
-        elif self.doc_ids is not None:
-            object.__setattr__(self, "doc_ids", tuple(self.doc_ids))
-        if isinstance(self.path_prefix, str):
-            parts = tuple(p.strip() for p in self.path_prefix.split(">") if p.strip())
-            object.__setattr__(self, "path_prefix", parts or None)
-        elif self.path_prefix is not None:
-            object.__setattr__(self, "path_prefix", tuple(self.path_prefix) or None)
-        check_budget(self.budget)
-        check_k(self.k)
         check_count("k_search", self.k_search)
         check_choice("expand", self.expand, EXPANDS)
         check_choice("mode", self.mode, MODES)
@@ -242,3 +202,82 @@ class RetrievalConfig:
             raise ConfigError("section_floor must be >= 0")
         if self.rrf_k < 1:
             raise ConfigError("rrf_k must be at least 1")
+
+
+#: The knobs of :class:`Tuning`, which a :class:`RetrievalConfig` also takes by name.
+TUNING: tuple[str, ...] = tuple(f.name for f in fields(Tuning))
+
+
+@dataclass(frozen=True, init=False)
+class RetrievalConfig:
+    """One retrieval request, apart from its question: what is asked (``budget``, ``k``,
+    ``doc_ids``, ``path_prefix``), who asks (``access``) and how the engine is tuned
+    (``tuning``, a :class:`Tuning`).
+
+    * ``budget`` caps the total tokens of all section texts (its arithmetic is
+      :mod:`.packing`'s alone); ``k`` sections are kept.
+    * ``doc_ids`` and ``path_prefix`` restrict the search (``path_prefix`` matches the
+      leading titles of a chunk's breadcrumb, case-insensitively).
+    * ``access`` (an :class:`~proxy_pointer.access.Access`: the caller's groups and
+      filters, built once per request) hides documents whose metadata's ``access`` names
+      none of its groups and keeps those whose metadata holds every ``where`` pair. It
+      acts inside search, before the top ``k``: hidden documents take no places. Default:
+      a trusted caller, no filter. ``principal`` (the groups) and ``where``
+      (``{"key": "value"}`` or ``["key=value"]``) are the same given apart: each replaces
+      that part of ``access`` and is folded into it at construction (read ``access``).
+      ``where`` on a card field (``entity``, ``period``, ``kind``, ``fiscal_year``, ...)
+      matches the document's card (:func:`~proxy_pointer.parse.cards.card_matches`:
+      ``entity=3M`` any name it goes by, ``period=FY2021`` its fiscal year).
+    * ``tuning``: every other knob (:class:`Tuning`). Each may also be given by name
+      (``RetrievalConfig(mode="traverse")`` is ``RetrievalConfig(tuning=Tuning(
+      mode="traverse"))``, and ``dataclasses.replace(config, mode=...)`` works the same);
+      reading one by name (``config.mode``) is deprecated: read ``config.tuning.mode``.
+    """
+
+    budget: int
+    k: int
+    doc_ids: tuple[str, ...] | None
+    path_prefix: tuple[str, ...] | None
+    access: Access
+    tuning: Tuning
+
+    def __init__(self, *, budget: int = defaults.BUDGET, k: int = defaults.K,
+                 doc_ids: str | Iterable[str] | None = None,
+                 path_prefix: str | Iterable[str] | None = None, access: Access = EVERYONE,
+                 principal: Iterable[str] | None = None, where: Where = None,
+                 tuning: Tuning | None = None, **tuned: Any) -> None:
+        unknown = sorted(set(tuned) - set(TUNING))
+        if unknown:
+            raise TypeError(f"RetrievalConfig.__init__() got an unexpected keyword argument "
+                            f"{unknown[0]!r}")
+        tuning = tuning if tuning is not None else Tuning()
+        if not isinstance(tuning, Tuning):
+            raise ConfigError(f"tuning must be a Tuning, got {type(tuning).__name__}")
+        if not isinstance(access, Access):
+            raise ConfigError(f"access must be an Access, got {type(access).__name__}")
+        if principal is not None or where is not None:
+            asked = Access.of(principal, where)  # ConfigError for a malformed one
+            access = replace(access,
+                             principal=access.principal if principal is None else asked.principal,
+                             where=access.where if where is None else asked.where)
+        if isinstance(doc_ids, str):
+            doc_ids = (doc_ids,)
+        elif doc_ids is not None:
+            doc_ids = tuple(doc_ids)
+        if isinstance(path_prefix, str):
+            path_prefix = tuple(p.strip() for p in path_prefix.split(">") if p.strip()) or None
+        elif path_prefix is not None:
+            path_prefix = tuple(path_prefix) or None
+        for name, value in (("budget", check_budget(budget)), ("k", check_k(k)),
+                            ("doc_ids", doc_ids), ("path_prefix", path_prefix),
+                            ("access", access),
+                            ("tuning", replace(tuning, **tuned) if tuned else tuning)):
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        """A knob read by name (deprecated): ``config.mode`` is ``config.tuning.mode``."""
+        if name in TUNING:
+            warnings.warn(f"RetrievalConfig.{name} is deprecated: read "
+                          f"RetrievalConfig.tuning.{name}", DeprecationWarning, stacklevel=2)
+            return getattr(self.tuning, name)
+        raise AttributeError(f"'RetrievalConfig' object has no attribute {name!r}")

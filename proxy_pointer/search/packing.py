@@ -1,12 +1,13 @@
 """Packing sections into a token budget: one planner, whole sections or their best pieces.
 
-:func:`pack` takes the selected sections (in rank order) and returns
-:class:`~.sections.Section` s. The token amounts along the way have one name each:
+:func:`pack_request` packs the selected sections (in rank order) as a request says, into
+:class:`~.sections.Section` s; the budget's arithmetic is this module's alone. The token
+amounts along the way have one name each:
 
 * ``budget``: the total tokens of all sections' texts (``RetrievalConfig.budget``).
 * ``section_cap``: the most one section may take until the others had their turn:
-  ``max(section_floor, max_section_share * budget)`` (``RetrievalConfig``; with
-  ``evidence_cap=False`` there is none, and the budget is the limit).
+  ``max(section_floor, max_section_share * budget)`` (:func:`section_cap`, from the
+  request's ``Tuning``; with ``evidence_cap=False`` there is none).
 * ``left``: what is left of the budget.
 * ``room``: what one section (or one cut unit) may still take here: the section's cap or
   what is left, whichever is less.
@@ -36,16 +37,12 @@ the count is exact.
 The per-section choice between the whole section and its best pieces follows the order:
 
 * ``order="evidence"`` (the default, :func:`pack_evidence`) takes the best units across all
-  sections first, each section within ``section_cap`` until the others had their turn.
-  That is the choice between a whole block and pieces by expected evidence per token: the pieces
-  under one chunk go in reading order (a run of sentences keeps a paragraph whole), and
-  the pieces of a line barely over the share (up to ``_PARAGRAPH_LINE`` times: a long
-  paragraph, not a section held on one line) wait while their section has whole blocks
-  under hits, since part of a paragraph seldom holds a whole piece of evidence. Then what
-  is left grows the opened sections around their units, in rank order, up to whole
-  sections: a small section is handed over whole, a large one as its best pieces. A
-  section that still holds only pieces of a long line, under ``_MIN_WINDOW`` tokens in
-  all, gives them back to the others.
+  sections first, each within ``section_cap`` until the others had their turn: whole
+  blocks against pieces by expected evidence per token. Pieces under one chunk go in
+  reading order; those of a line barely over the share (up to ``_PARAGRAPH_LINE`` times)
+  wait while their section has whole blocks under hits. Then what is left grows the
+  opened sections around their units, in rank order, up to whole sections. A section
+  holding only pieces of a long line, under ``_MIN_WINDOW`` tokens, gives them back.
 * ``order="sections"`` (:func:`pack_sections`, the reference design) fills the sections one
   after another in rank order: whole where it fits its ``room``, otherwise its best units
   grown around them to that size.
@@ -54,23 +51,26 @@ The per-section choice between the whole section and its best pieces follows the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..convert.base import page_span
+from ..convert.base import page_fields
 from ..errors import ConfigError
 from ..parse.blocks import table_layout
 from ..parse.segmentation import paragraphs
+from ..stores.lexical import line_match
 from ..stores.lexical import terms as line_terms_of
 from ..tokens import count_tokens, truncate_to_tokens
+from .config import RetrievalConfig, Tuning
 from .ranking import Candidate, Selected
 from .sections import Section
 
 if TYPE_CHECKING:
     from .corpus import Corpus
 
-__all__ = ["pack", "pack_evidence", "pack_sections"]
+__all__ = ["fits_whole", "pack", "pack_evidence", "pack_request", "pack_sections",
+           "section_cap"]
 
 _ELLIPSIS = "[…]\n"  # where text was left out: on a line of its own,
 _INLINE_ELLIPSIS = "[…] "  # or inside a long line (both cost the same word pieces)
@@ -175,6 +175,29 @@ def pack_sections(index: Corpus, selected: Selected, budget: int, section_cap: i
     tokens."""
     return pack(index, selected, budget, terms or {}, order="sections",
                 section_cap=section_cap)
+
+
+def section_cap(budget: int, tuning: Tuning) -> int:
+    """The most one section may take until the others had their turn."""
+    return max(1, tuning.section_floor, int(budget * tuning.max_section_share))
+
+
+def fits_whole(index: Corpus, doc_id: str, node_id: str, budget: int) -> bool:
+    """Whether a node's whole section fits ``budget`` (what promoting a parent asks)."""
+    node = index.tree(doc_id).get(node_id)
+    return sum(index.line_tokens(doc_id)[node.start:node.end]) <= budget
+
+
+def pack_request(index: Corpus, selected: Selected, config: RetrievalConfig,
+                 terms: dict[str, float]) -> tuple[list[Section], list[str]]:
+    """The selected sections packed into ``config.budget`` as its tuning says."""
+    tuning = config.tuning
+    cap = section_cap(config.budget, tuning)
+    if tuning.packing == "evidence":
+        return pack_evidence(index, selected, config.budget, terms,
+                             lexical_weight=tuning.lexical_weight,
+                             section_cap=cap if tuning.evidence_cap else None)
+    return pack_sections(index, selected, config.budget, cap, terms)
 
 
 @dataclass
@@ -337,7 +360,7 @@ def _unit_scores(index: Corpus, p: _Plan, terms: dict[str, float], norm: float
     under a hit) its own BM25 match with the question."""
     cand = p.cand
     if p.window is not None:
-        return [(cand.best, _lexical(line_terms_of([p.window])[0], terms) / norm)]
+        return [(cand.best, line_match(line_terms_of([p.window])[0], terms) / norm)]
     hit = [0.0] * (p.end - p.lo)
     for (first, last), score in zip(_spans(index, cand), cand.row_scores, strict=True):
         for i in range(max(first, p.lo), min(last, p.end)):
@@ -360,7 +383,7 @@ def _unit_scores(index: Corpus, p: _Plan, terms: dict[str, float], norm: float
             words = line_terms_of([index.tree(cand.doc_id).lines[i][a:b]])[0]
         else:
             words = [t for ts in index.derived.line_terms(cand.doc_id, i, j) for t in ts]
-        out.append((h, _lexical(words, terms) / norm))
+        out.append((h, line_match(words, terms) / norm))
     return out
 
 
@@ -523,7 +546,7 @@ def _emit(index: Corpus, p: _Plan) -> Section | None:
                        score=float(cand.score), tokens=p.costs[0],
                        matched_spans=spans, also_in=tuple(cand.also_in),
                        packed_spans=((p.start + 1, p.end),),
-                       **_pages(index, cand.doc_id, p.start + 1, p.end))
+                       **page_fields(index.documents[cand.doc_id].pages, p.start + 1, p.end))
     tree = index.tree(cand.doc_id)
     node = tree.get(cand.node_id)  # type: ignore[arg-type]
     parts = [tree.slice(p.start, p.lo)]
@@ -556,7 +579,8 @@ def _emit(index: Corpus, p: _Plan) -> Section | None:
                    score=float(cand.score), tokens=tokens,
                    trimmed=p.gaps > 0 or p.cut is not None, matched_spans=spans,
                    also_in=tuple(cand.also_in), packed_spans=packed,
-                   **_pages(index, cand.doc_id, packed[0][0], packed[-1][1], p.end))
+                   **page_fields(index.documents[cand.doc_id].pages, packed[0][0],
+                                   packed[-1][1], p.end))
 
 
 def _packed_spans(p: _Plan) -> tuple[tuple[int, int], ...]:
@@ -570,23 +594,3 @@ def _packed_spans(p: _Plan) -> tuple[tuple[int, int], ...]:
             runs.append([i, j])
     return tuple((i + 1, max(j, i + 1)) for i, j in runs)
 
-
-def _pages(index: Corpus, doc_id: str, first: int, last: int, end: int | None = None
-           ) -> dict[str, Any]:
-    """``Section`` fields ``pages`` (of 1-based lines ``first..last``) and ``page_breaks``
-    (page starts after ``first`` up to the section's ``end``); none without a page map."""
-    starts = index.documents[doc_id].pages
-    span = page_span(starts, first, last)
-    if span is None:
-        return {}
-    end = last if end is None else end
-    return {"pages": span, "page_breaks": tuple(b for b in starts if first < b <= end)}
-
-
-def _lexical(line: list[str], terms: dict[str, float]) -> float:
-    """BM25-style match of one line: IDF times a saturating term frequency (k1 = 1.2)."""
-    tf: dict[str, int] = {}
-    for t in line:
-        if t in terms:
-            tf[t] = tf.get(t, 0) + 1
-    return sum(terms[t] * f * 2.2 / (f + 1.2) for t, f in tf.items())

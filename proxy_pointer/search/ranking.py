@@ -35,7 +35,7 @@ Nothing here calls an LLM or embeds anything: proxies are averages of stored vec
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
@@ -472,9 +472,11 @@ def _similar(a: frozenset[int], b: frozenset[int]) -> bool:
     return len(a & b) >= _NEAR_DUPLICATE * len(a | b)
 
 
-def promote(idx: Corpus, chosen: Selected, promote_parent: int, budget: int) -> Selected:
-    """Replace ``promote_parent`` or more selected siblings by their parent section if it
-    fits ``budget``.
+def promote(idx: Corpus, chosen: Selected, promote_parent: int,
+            fits: Callable[[str, str], bool]) -> Selected:
+    """Replace ``promote_parent`` or more selected siblings by their parent section if
+    ``fits(doc_id, parent_id)`` (the budget's arithmetic is packing's:
+    :func:`~.packing.fits_whole`).
 
     One promotion at a time (it changes the list, so sibling groups are found again); a
     promoted parent is not promoted further.
@@ -495,9 +497,9 @@ def promote(idx: Corpus, chosen: Selected, promote_parent: int, budget: int) -> 
             return chosen
         (doc_id, parent_id), members = todo[0]
         tried.add((doc_id, parent_id))
-        parent = idx.tree(doc_id).get(parent_id)
-        if sum(idx.line_tokens(doc_id)[parent.start:parent.end]) > budget:
+        if not fits(doc_id, parent_id):
             continue
+        parent = idx.tree(doc_id).get(parent_id)
         first = chosen[members[0]][0]
         promoted = Candidate(doc_id, parent_id, (doc_id, parent_id), first.score,
                              spans=first.spans)

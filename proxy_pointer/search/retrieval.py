@@ -29,7 +29,7 @@ from ..vocab.synonyms import Synonyms
 from ..vocab.understanding import Expansion, understand
 from .config import RetrievalConfig, check_question
 from .expansion import boost_statements
-from .packing import pack_evidence, pack_sections
+from .packing import fits_whole, pack_request
 from .ranking import (
     Candidate,
     Selected,
@@ -117,7 +117,7 @@ class Retriever:
             return Retrieval(question, (), cfg.budget, 0)
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        routed, others = (self._route(question, cfg) if cfg.route
+        routed, others = (self._route(question, cfg) if cfg.tuning.route
                           else (Route(), np.empty(0, np.int64)))
         if routed:
             # The routed filings, and every document no card claims for an entity (a
@@ -150,8 +150,8 @@ class Retriever:
         """The question's expansion (synonyms, then the filing vocabulary's concepts), the
         ranked chunks for its expanded text with the statements it needs moved first, and
         the query vector."""
-        synonyms = cfg.synonyms if isinstance(cfg.synonyms, Synonyms) else None
-        expansion = understand(question, vocabulary=FILINGS if cfg.vocabulary else None,
+        synonyms = cfg.tuning.synonyms if isinstance(cfg.tuning.synonyms, Synonyms) else None
+        expansion = understand(question, vocabulary=FILINGS if cfg.tuning.vocabulary else None,
                                synonyms=synonyms)
         ranked, q = self._search(question, expansion, cfg, rows, timings)
         if expansion.statements:
@@ -165,7 +165,7 @@ class Retriever:
         search (its view and ``doc_ids``): a reader never learns of documents it cannot
         see; and the rows of that view's documents whose cards name no entity."""
         view = cfg.access
-        aliases = cfg.aliases if isinstance(cfg.aliases, Synonyms) else None
+        aliases = cfg.tuning.aliases if isinstance(cfg.tuning.aliases, Synonyms) else None
 
         def shelf() -> Shelf:
             seen = self.corpus.visible_documents(view)
@@ -216,8 +216,8 @@ class Retriever:
         t = time.perf_counter()
         try:
             ranked = self._chunks(question, searched, q, cfg, rows)
-            if cfg.title_boost and ranked:
-                ranked = boost_named(self.corpus, ranked, question, cfg.k_search)
+            if cfg.tuning.title_boost and ranked:
+                ranked = boost_named(self.corpus, ranked, question, cfg.tuning.k_search)
             return ranked, q
         finally:
             timings["search"] = time.perf_counter() - t
@@ -228,16 +228,16 @@ class Retriever:
 
     def _chunks(self, question: str, searched: str, q: np.ndarray, cfg: RetrievalConfig,
                 rows: np.ndarray | None) -> list[tuple[int, float]]:
-        labels = named_labels(question) if cfg.title_boost else []
-        scores, found = self.corpus.dense_search(q, cfg.k_search, rows=rows)
+        labels = named_labels(question) if cfg.tuning.title_boost else []
+        scores, found = self.corpus.dense_search(q, cfg.tuning.k_search, rows=rows)
         dense = list(zip(found.tolist(), scores.tolist(), strict=True))
         if labels:
-            dense = boost_titles(self.corpus, dense, q, labels, cfg.title_boost, rows)
-        if not cfg.hybrid:
+            dense = boost_titles(self.corpus, dense, q, labels, cfg.tuning.title_boost, rows)
+        if not cfg.tuning.hybrid:
             return dense
-        lexical = self.corpus.lexical_search(searched, cfg.k_search, rows,
+        lexical = self.corpus.lexical_search(searched, cfg.tuning.k_search, rows,
                                              scope=self._scope(cfg))
-        return fuse_chunks(dense, lexical, cfg.rrf_k)
+        return fuse_chunks(dense, lexical, cfg.tuning.rrf_k)
 
     def _scope(self, cfg: RetrievalConfig) -> np.ndarray | None:
         """The rows whose statistics weigh BM25 terms: those the principal may read (its
@@ -253,18 +253,14 @@ class Retriever:
         and the refs of selected ones left out for lack of it."""
         idx = self.corpus
         # Twice k are selected so that copies merged away leave room for other sections.
-        selected = select(idx, candidates, k=2 * cfg.k, expand=cfg.expand)
+        selected = select(idx, candidates, k=2 * cfg.k, expand=cfg.tuning.expand)
         selected = merge_duplicates(idx, selected)[:cfg.k]
-        if cfg.promote_parent >= 2:
-            selected = promote(idx, selected, cfg.promote_parent, cfg.budget)
-        section_cap = max(1, cfg.section_floor, int(cfg.budget * cfg.max_section_share))
+        if cfg.tuning.promote_parent >= 2:
+            selected = promote(idx, selected, cfg.tuning.promote_parent,
+                               lambda doc_id, node_id: fits_whole(idx, doc_id, node_id,
+                                                                  cfg.budget))
         terms = idx.term_weights(question, self._scope(cfg))
-        if cfg.packing == "evidence":
-            sections, omitted = pack_evidence(
-                idx, selected, cfg.budget, terms, lexical_weight=cfg.lexical_weight,
-                section_cap=section_cap if cfg.evidence_cap else None)
-        else:
-            sections, omitted = pack_sections(idx, selected, cfg.budget, section_cap, terms)
+        sections, omitted = pack_request(idx, selected, cfg, terms)
         relevance = _relevance(idx, selected, query)
         docs = idx.documents
         return [replace(s, relevance=relevance.get(s.ref, 0.0),

@@ -48,27 +48,28 @@ Step = Callable[[list[Candidate], Query, "Corpus"], list[Candidate]]
 def documents(candidates: list[Candidate], query: Query, corpus: Corpus) -> list[Candidate]:
     """Two-stage search (``config.documents`` > 0): only the candidates of that many best
     documents (:func:`~.ranking.keep_documents`); off by default."""
-    cfg = query.config
-    if not cfg.documents:
+    tuning = query.config.tuning
+    if not tuning.documents:
         return candidates
-    return keep_documents(corpus, candidates, query.vector, cfg.documents, rrf_k=cfg.rrf_k)
+    return keep_documents(corpus, candidates, query.vector, tuning.documents,
+                          rrf_k=tuning.rrf_k)
 
 
 def sections(candidates: list[Candidate], query: Query, corpus: Corpus) -> list[Candidate]:
     """Nodes ranked as sections by ``config.mode`` (:func:`~.ranking.rank_nodes`)."""
-    cfg = query.config
-    return rank_nodes(corpus, candidates, query.vector, cfg.mode, beam=cfg.beam,
-                      rrf_k=cfg.rrf_k)
+    tuning = query.config.tuning
+    return rank_nodes(corpus, candidates, query.vector, tuning.mode, beam=tuning.beam,
+                      rrf_k=tuning.rrf_k)
 
 
 def rerank(candidates: list[Candidate], query: Query, corpus: Corpus) -> list[Candidate]:
     """The best ``config.rerank_top`` reordered by ``config.rerank_llm`` by their
     breadcrumbs (:mod:`.rerank`); off unless an LLM is given."""
-    cfg = query.config
-    if cfg.rerank_llm is None:
+    tuning = query.config.tuning
+    if tuning.rerank_llm is None:
         return candidates
-    return rerank_by_llm(corpus, candidates, query.question, cfg.rerank_llm,
-                         top=cfg.rerank_top)
+    return rerank_by_llm(corpus, candidates, query.question, tuning.rerank_llm,
+                         top=tuning.rerank_top)
 
 
 #: The library's ranking steps, in the order they run.

@@ -19,19 +19,20 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
 from ..access import parse_where
 from ..errors import ConfigError
 from ..index import Index
-from ..search.config import RetrievalConfig
+from ..search.config import TUNING, RetrievalConfig
 from ..search.sections import Section
 
 __all__ = ["OPTIONS", "open_index", "retrieval_options", "section_metadata"]
 
-#: The settings a framework retriever takes besides ``index``/``index_dir``.
-OPTIONS: tuple[str, ...] = tuple(f.name for f in fields(RetrievalConfig))
+#: The settings a framework retriever takes besides ``index``/``index_dir``: the request's
+#: and every :class:`~proxy_pointer.search.config.Tuning` knob, by name.
+OPTIONS: tuple[str, ...] = ("budget", "k", "doc_ids", "path_prefix", "principal", "where",
+                            *TUNING)
 
 
 def open_index(index: Index | None, index_dir: str | os.PathLike[str] | None) -> Index:
@@ -73,7 +74,7 @@ def retrieval_options(*layers: Mapping[str, Any]) -> dict[str, Any]:
     # a synonyms or aliases file is read once, here, and not again for every question
     for name in ("synonyms", "aliases"):
         if name in merged:
-            merged[name] = getattr(config, name)
+            merged[name] = getattr(config.tuning, name)
     return merged
 
 

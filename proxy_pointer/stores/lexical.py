@@ -35,10 +35,20 @@ import numpy as np
 from ..errors import IndexCorruptError
 
 __all__ = ["K1", "B", "LexicalIndex", "LexicalSearch", "LexicalWriter", "TermStats", "ViewCache",
-           "bm25", "idf", "terms", "tokenize", "top_rows"]
+           "bm25", "idf", "line_match", "terms", "tokenize", "top_rows"]
 
 #: BM25's parameters (bm25s' defaults; Milvus's BM25 index is built with the same).
 K1, B = 1.5, 0.75
+
+
+def line_match(line: list[str], weights: dict[str, float]) -> float:
+    """BM25-style match of one line's terms: IDF (``weights``) times a saturating term
+    frequency (k1 = 1.2), as packing scores the lines of a section."""
+    tf: dict[str, int] = {}
+    for t in line:
+        if t in weights:
+            tf[t] = tf.get(t, 0) + 1
+    return sum(weights[t] * f * 2.2 / (f + 1.2) for t, f in tf.items())
 #: The file beside bm25s' arrays that holds each row's length in terms.
 LENGTHS = "row_lengths.npy"
 

@@ -22,6 +22,7 @@ from proxy_pointer.search.config import (
     MODES,
     PACKINGS,
     Limits,
+    Tuning,
     check_budget,
     check_question,
 )
@@ -46,8 +47,8 @@ def _typed(prop: dict[str, Any], kind: str) -> dict[str, Any]:
 def test_the_definitions_have_one_home() -> None:
     assert ranking.MODES is MODES and retrieval.RetrievalConfig is RetrievalConfig
     assert service_module.Limits is Limits
-    assert MODES[0] == RetrievalConfig().mode and PACKINGS[0] == RetrievalConfig().packing
-    assert EXPANDS[0] == RetrievalConfig().expand
+    assert MODES[0] == Tuning().mode and PACKINGS[0] == Tuning().packing
+    assert EXPANDS[0] == Tuning().expand
 
 
 @pytest.mark.usefixtures("no_token_env")
