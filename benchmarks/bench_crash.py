@@ -190,7 +190,7 @@ def reader_loop(location: str, emit: Emitter, name: str, pause: float,
                     seen.add(gen)
                     emit("gen", reader=name, gen=gen, digest=digest_of(docs), n=len(docs))
                 refs, sha = answer_key(svc.query(QUESTIONS[qi]))
-                dense = dataclasses.replace(svc.config(), hybrid=False)
+                dense = svc.config().tuned(hybrid=False)
                 drefs, dsha = answer_key(idx.retrieve(QUESTIONS[qi], dense).to_dict())
             emit("answer", reader=name, gen=gen, q=qi, refs=refs, sha=sha, drefs=drefs,
                  dsha=dsha)
@@ -335,122 +335,136 @@ def _kill_plan(rng: random.Random, kill_rate: float, cycle: int,
     return {"mode": "cycle", "cycle": cycle, "at": time.time() + rng.uniform(0, 1.5 * mean)}
 
 
-def run_store(kind: str, *, cycles: int, readers: int, seed: int, work: Path,
-              kill_rate: float = 0.5, reader_pause: float = 0.02,
-              cycle_pause: float = 0.3, log: Any = print) -> dict[str, Any]:
-    """One store's run (module docstring): counts, kills, recoveries and what readers saw."""
-    work.mkdir(parents=True, exist_ok=True)
-    location = str(work / "index") if kind == "local" else f"milvus:{work / 'crash.db'}"
-    rng = random.Random(f"{seed}:kills:{kind}")
-    events: queue.Queue[dict[str, Any]] = queue.Queue()
-    stderr_log = work / "stderr.log"
-    writer_extra: dict[str, Any] = {"docs": work / "docs", "reader_pause": reader_pause,
-                                    "cycle_pause": cycle_pause,
-                                    "reader_threads": readers if kind == "milvus" else 0}
-    reader_procs = [Child(_me("reader", location, seed, cycles, name=f"r{i}",
-                              reader_pause=reader_pause), events, f"r{i}", stderr_log)
-                    for i in range(readers if kind == "local" else 0)]
-    observations: list[dict[str, Any]] = []
-    kills: list[dict[str, Any]] = []
-    recoveries: list[dict[str, Any]] = []
-    problems: list[str] = []
-    counts = {"open_failures": 0, "lost": 0, "writer_errors": 0}
-    committed = 0  # the last cycle the harness saw committed
-    cycle_times: list[float] = []
-    commit_times: list[float] = []
-    t_start = time.time()
-    attempts = 0
+@dataclasses.dataclass
+class _Writer:
+    """What the harness saw of one writer process, from its spawn to its exit."""
+
+    spawned: float
+    first: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # by name
+    last: dict[str, Any] = dataclasses.field(default_factory=dict)
+    cycle_t0: dict[int, float] = dataclasses.field(default_factory=dict)
+    commit_t0: float | None = None
+    killed_at: float | None = None
+    finished: bool = False
+
+
+@dataclasses.dataclass
+class _StoreRun:
+    """One store's run in progress: the kill plan's randomness and what was found."""
+
+    kind: str
+    rng: random.Random
+    kill_rate: float
+    log: Any
+    observations: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    kills: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    recoveries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    problems: list[str] = dataclasses.field(default_factory=list)
+    counts: dict[str, int] = dataclasses.field(default_factory=lambda: {
+        "open_failures": 0, "lost": 0, "writer_errors": 0})
+    committed: int = 0  # the last cycle the harness saw committed
+    cycle_times: list[float] = dataclasses.field(default_factory=list)
+    commit_times: list[float] = dataclasses.field(default_factory=list)
     previous_kill: dict[str, Any] | None = None
-    finished = False
-    while not finished and attempts < 4 * cycles + 10:
-        attempts += 1
-        spawned = time.time()
-        writer = Child(_me("writer", location, seed, cycles, **writer_extra), events, "w",
-                       stderr_log)
+
+    def watch(self, writer: Child, events: queue.Queue[dict[str, Any]]) -> _Writer:
+        """Follow one writer's events until it exits, killing it where the plan says."""
+        w = _Writer(time.time())
         plan: dict[str, Any] | None = None
-        first: dict[str, dict[str, Any]] = {}  # the writer's first event of each name
-        last: dict[str, Any] = {}
-        cycle_t0: dict[int, float] = {}
-        commit_t0: float | None = None
-        killed_at: float | None = None
         while True:
             if plan is not None and plan["at"] is not None and time.time() >= plan["at"]:
                 writer.kill()
-                killed_at, plan = time.time(), None
+                w.killed_at, plan = time.time(), None
             timeout = (None if plan is None or plan["at"] is None
                        else max(0.0, plan["at"] - time.time()))
             try:
                 ev = events.get(timeout=timeout)
             except queue.Empty:
                 continue
-            name = ev["ev"]
-            if ev["from"] != "w" or name in ("gen", "answer", "reader-error"):
-                observations.append(ev)
-                continue
-            if name == "exit":
-                break
-            first.setdefault(name, ev)
-            last = ev
-            if name == "opened" and ev["cycle"] is not None:
-                committed = max(committed, ev["cycle"])
-            elif name == "cycle":
-                cycle_t0[ev["cycle"]] = ev["t"]
-                if plan is None and killed_at is None:
-                    plan = _kill_plan(rng, kill_rate, ev["cycle"], cycle_times)
-            elif name == "commit-begin":
-                commit_t0 = ev["t"]
-                if plan is not None and plan["at"] is None:
-                    mean = statistics.fmean(commit_times[-20:]) if commit_times else 0.2
-                    plan["at"] = time.time() + rng.uniform(0, 1.2 * mean)
-            elif name == "commit-end":
-                committed = ev["cycle"]
-                if commit_t0 is not None:
-                    commit_times.append(ev["t"] - commit_t0)
-            elif name == "cycle-done" and ev["cycle"] in cycle_t0:
-                cycle_times.append(ev["t"] - cycle_t0[ev["cycle"]])
-            elif name == "finished":
-                finished = True
-        rc = writer.wait()
-        opened = first.get("opened")
-        # --- the index as this writer found it: after a kill, the recovery -----------------
+            if ev["from"] != "w" or ev["ev"] in ("gen", "answer", "reader-error"):
+                self.observations.append(ev)
+            elif ev["ev"] == "exit":
+                return w
+            else:
+                plan = self._writer_event(w, ev, plan)
+
+    def _writer_event(self, w: _Writer, ev: dict[str, Any], plan: dict[str, Any] | None
+                      ) -> dict[str, Any] | None:
+        """Note one of the writer's events; the kill plan, drawn at a cycle's start."""
+        name = ev["ev"]
+        w.first.setdefault(name, ev)
+        w.last = ev
+        if name == "opened" and ev["cycle"] is not None:
+            self.committed = max(self.committed, ev["cycle"])
+        elif name == "cycle":
+            w.cycle_t0[ev["cycle"]] = ev["t"]
+            if plan is None and w.killed_at is None:
+                plan = _kill_plan(self.rng, self.kill_rate, ev["cycle"], self.cycle_times)
+        elif name == "commit-begin":
+            w.commit_t0 = ev["t"]
+            if plan is not None and plan["at"] is None:
+                mean = statistics.fmean(self.commit_times[-20:]) if self.commit_times else 0.2
+                plan["at"] = time.time() + self.rng.uniform(0, 1.2 * mean)
+        elif name == "commit-end":
+            self.committed = ev["cycle"]
+            if w.commit_t0 is not None:
+                self.commit_times.append(ev["t"] - w.commit_t0)
+        elif name == "cycle-done" and ev["cycle"] in w.cycle_t0:
+            self.cycle_times.append(ev["t"] - w.cycle_t0[ev["cycle"]])
+        elif name == "finished":
+            w.finished = True
+        return plan
+
+    def check_opened(self, attempt: int, rc: int, w: _Writer) -> None:
+        """The index as this writer found it: after a kill, the recovery."""
+        opened = w.first.get("opened")
         if opened is None:
-            if killed_at is None or "start" in first:
-                counts["open_failures"] += 1
-                problems.append(f"writer {attempts}: exited {rc} before opening the index "
-                                f"({first.get('open-failed', {}).get('error', last)})")
+            if w.killed_at is None or "start" in w.first:
+                self.counts["open_failures"] += 1
+                self.problems.append(
+                    f"writer {attempt}: exited {rc} before opening the index "
+                    f"({w.first.get('open-failed', {}).get('error', w.last)})")
         elif opened["cycle"] is None:
-            counts["lost"] += 1
-            problems.append(f"writer {attempts}: the committed documents are no cycle's "
-                            f"(last committed: {committed})")
-        if previous_kill is not None and opened is not None:
-            pk = previous_kill
-            pk["found"] = opened["cycle"]
-            if opened["cycle"] is not None and opened["cycle"] not in pk["allowed"]:
-                counts["lost"] += 1
-                problems.append(f"kill in cycle {pk['cycle']} at {pk['phase']}: committed "
-                                f"cycle {opened['cycle']}, expected one of {pk['allowed']}")
-            if "locked" in first:
-                recoveries.append({
-                    "total_s": first["locked"]["t"] - pk["at"],
-                    "start_s": first["start"]["t"] - pk["at"],
-                    "import_s": first["imported"]["t"] - first["start"]["t"],
-                    "open_s": opened["seconds"],
-                    "lock_wait_s": first["locked"]["seconds"],
-                })
-            previous_kill = None
-        if killed_at is None:
-            if rc != 0 or not finished:
-                counts["writer_errors"] += 1
-                # the work folder may be temporary: the end of the shared log goes with it
-                tail = [ln for ln in stderr_log.read_text(errors="replace").splitlines()
-                        if ln.strip()][-6:] if stderr_log.exists() else []
-                problems.append(f"writer {attempts} failed (rc {rc}, last {last.get('ev')}): "
-                                f"see {stderr_log}; its end: " + " | ".join(tail))
-            continue
-        # --- a kill: where it landed, and which cycles may be committed after it -----------
-        phase = last.get("ev", "spawned")
-        kcycle = int(last.get("cycle", committed + 1 if phase not in ("opened", "locked")
-                              else committed))
+            self.counts["lost"] += 1
+            self.problems.append(f"writer {attempt}: the committed documents are no cycle's "
+                                 f"(last committed: {self.committed})")
+        pk = self.previous_kill
+        if pk is None or opened is None:
+            return
+        pk["found"] = opened["cycle"]
+        if opened["cycle"] is not None and opened["cycle"] not in pk["allowed"]:
+            self.counts["lost"] += 1
+            self.problems.append(f"kill in cycle {pk['cycle']} at {pk['phase']}: committed "
+                                 f"cycle {opened['cycle']}, expected one of {pk['allowed']}")
+        if "locked" in w.first:
+            first = w.first
+            self.recoveries.append({
+                "total_s": first["locked"]["t"] - pk["at"],
+                "start_s": first["start"]["t"] - pk["at"],
+                "import_s": first["imported"]["t"] - first["start"]["t"],
+                "open_s": opened["seconds"],
+                "lock_wait_s": first["locked"]["seconds"],
+            })
+        self.previous_kill = None
+
+    def check_clean_exit(self, attempt: int, rc: int, w: _Writer, stderr_log: Path) -> None:
+        """A writer nobody killed must finish its cycles and exit 0."""
+        if rc != 0 or not w.finished:
+            self.counts["writer_errors"] += 1
+            # the work folder may be temporary: the end of the shared log goes with it
+            tail = [ln for ln in stderr_log.read_text(errors="replace").splitlines()
+                    if ln.strip()][-6:] if stderr_log.exists() else []
+            self.problems.append(f"writer {attempt} failed (rc {rc}, last "
+                                 f"{w.last.get('ev')}): see {stderr_log}; its end: "
+                                 + " | ".join(tail))
+
+    def record_kill(self, w: _Writer) -> None:
+        """Where a kill landed, and which cycles may be committed after it."""
+        assert w.killed_at is not None
+        phase = w.last.get("ev", "spawned")
+        committed = self.committed
+        kcycle = int(w.last.get("cycle", committed + 1 if phase not in ("opened", "locked")
+                                else committed))
         if phase in ("commit-end", "cycle-done"):
             allowed = [kcycle]
         elif phase == "commit-begin":
@@ -459,13 +473,45 @@ def run_store(kind: str, *, cycles: int, readers: int, seed: int, work: Path,
             allowed = [kcycle - 1]
         else:  # before the first cycle of this writer
             allowed = [committed]
-        kill = {"cycle": kcycle, "phase": phase, "allowed": allowed, "at": killed_at,
-                "into_cycle_s": round(killed_at - cycle_t0.get(kcycle, spawned), 4),
-                "since_commit_begin_s": (round(killed_at - commit_t0, 4)
-                                         if phase == "commit-begin" and commit_t0 else None)}
-        kills.append(kill)
-        previous_kill = kill
-        log(f"  {kind}: kill {len(kills)} in cycle {kcycle} at {phase}")
+        kill = {"cycle": kcycle, "phase": phase, "allowed": allowed, "at": w.killed_at,
+                "into_cycle_s": round(w.killed_at - w.cycle_t0.get(kcycle, w.spawned), 4),
+                "since_commit_begin_s": (round(w.killed_at - w.commit_t0, 4)
+                                         if phase == "commit-begin" and w.commit_t0 else None)}
+        self.kills.append(kill)
+        self.previous_kill = kill
+        self.log(f"  {self.kind}: kill {len(self.kills)} in cycle {kcycle} at {phase}")
+
+
+def run_store(kind: str, *, cycles: int, readers: int, seed: int, work: Path,
+              kill_rate: float = 0.5, reader_pause: float = 0.02,
+              cycle_pause: float = 0.3, log: Any = print) -> dict[str, Any]:
+    """One store's run (module docstring): counts, kills, recoveries and what readers saw."""
+    work.mkdir(parents=True, exist_ok=True)
+    location = str(work / "index") if kind == "local" else f"milvus:{work / 'crash.db'}"
+    run = _StoreRun(kind, random.Random(f"{seed}:kills:{kind}"), kill_rate, log)
+    events: queue.Queue[dict[str, Any]] = queue.Queue()
+    stderr_log = work / "stderr.log"
+    writer_extra: dict[str, Any] = {"docs": work / "docs", "reader_pause": reader_pause,
+                                    "cycle_pause": cycle_pause,
+                                    "reader_threads": readers if kind == "milvus" else 0}
+    reader_procs = [Child(_me("reader", location, seed, cycles, name=f"r{i}",
+                              reader_pause=reader_pause), events, f"r{i}", stderr_log)
+                    for i in range(readers if kind == "local" else 0)]
+    t_start = time.time()
+    attempts = 0
+    finished = False
+    while not finished and attempts < 4 * cycles + 10:
+        attempts += 1
+        writer = Child(_me("writer", location, seed, cycles, **writer_extra), events, "w",
+                       stderr_log)
+        w = run.watch(writer, events)
+        finished = w.finished
+        rc = writer.wait()
+        run.check_opened(attempts, rc, w)
+        if w.killed_at is None:
+            run.check_clean_exit(attempts, rc, w, stderr_log)
+        else:
+            run.record_kill(w)
     for c in reader_procs:
         c.kill(signal.SIGTERM)
     for c in reader_procs:
@@ -473,16 +519,16 @@ def run_store(kind: str, *, cycles: int, readers: int, seed: int, work: Path,
     while not events.empty():
         ev = events.get_nowait()
         if ev["ev"] in ("gen", "answer", "reader-error"):
-            observations.append(ev)
+            run.observations.append(ev)
     final = _final_check(location, seed, cycles)
     if final["problem"]:
-        problems.append(final["problem"])
-        counts["open_failures" if final["problem"].startswith("open") else "lost"] += 1
-    return {"kind": kind, "location": location, "cycles": cycles, "committed": committed,
-            "writers": attempts, "kills": kills, "recoveries": recoveries, **counts,
-            "problems": problems, "observations": observations, "final": final,
-            "seconds": time.time() - t_start, "cycle_times": cycle_times,
-            "commit_times": commit_times, "readers": readers}
+        run.problems.append(final["problem"])
+        run.counts["open_failures" if final["problem"].startswith("open") else "lost"] += 1
+    return {"kind": kind, "location": location, "cycles": cycles, "committed": run.committed,
+            "writers": attempts, "kills": run.kills, "recoveries": run.recoveries,
+            **run.counts, "problems": run.problems, "observations": run.observations,
+            "final": final, "seconds": time.time() - t_start, "cycle_times": run.cycle_times,
+            "commit_times": run.commit_times, "readers": readers}
 
 
 def _final_check(location: str, seed: int, cycles: int) -> dict[str, Any]:
@@ -562,7 +608,7 @@ class Expected:
                 svc = Service(location, embedder=emb, refresh_seconds=0.0)
             with svc.pinned() as pinned:
                 assert pinned.generation == idx.generation, (pinned.generation, idx.generation)
-                dense = dataclasses.replace(svc.config(), hybrid=False)
+                dense = svc.config().tuned(hybrid=False)
                 self._answers[k] = [(*answer_key(svc.query(q)),
                                      *answer_key(pinned.retrieve(q, dense).to_dict()))
                                     for q in QUESTIONS]

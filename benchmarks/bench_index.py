@@ -334,93 +334,105 @@ def markdown(result: dict[str, Any]) -> str:
     out = ["# Index benchmark", "",
            f"Machine: {result['machine']}. Embedder: {result['embedder']} via the shared cache.",
            ""]
-    tp = result.get("throughput")
-    if tp:
-        if "throughput_from" in result:
-            out += [f"Throughput section from the run finished {result['throughput_from']} "
-                    f"({result.get('throughput_total_s') or 0:.0f} s).", ""]
-        out += ["## Indexing throughput", "",
-                "| corpus | docs | chunks | MB | computed / cached | tree s | chunking s | "
-                "embedding s | index s | write s | other s | wall s | non-embedding share "
-                "(measured) | est. embedding s (model) | non-embedding share (est.) | "
-                "peak RSS MB |",
-                "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in tp:
-            s = r["seconds"]
-            out.append(
-                f"| {r['corpus']} | {r['documents']} | {r['chunks']} | {r['bytes'] / 1e6:.1f} "
-                f"| {r['computed']} / {r['from_cache']} | {s['tree']:.1f} | {s['chunking']:.1f} "
-                f"| {s['embedding']:.1f} | {s['index']:.2f} | {s['write']:.1f} | "
-                f"{s['other']:.1f} | {r['wall_s']:.1f} | "
-                f"{r['non_embedding_share_measured']:.1%} | {r['est_embedding_s']:.0f} | "
-                f"{r['non_embedding_share_estimated']:.1%} | {r['peak_rss_mb']:.0f} |")
-        out += ["",
-                "*computed* = texts the model embedded in this run, *cached* = served by the "
-                "embedding cache. *Measured* share = (wall - embedding) / wall of this run; "
-                "it is only meaningful when most texts were computed. *Est.* = embedding "
-                "every text with the bare model at the sampled rate below, i.e. a cold run.",
-                ""]
-        for name, m in result["model_rate"].items():
-            out.append(f"- model on {m['n']} random {name} chunks (mean {m['mean_chars']:.0f} "
-                       f"chars, no cache): {m['rate']:.1f} chunks/s")
-        for r in tp:
-            if r["model_rate_measured"] and r["computed"] >= r["texts_embedded"] / 2:
-                out.append(f"- {r['corpus']}: {r['computed']} computed texts at "
-                           f"{r['model_rate_measured']:.1f} texts/s (cache lookups included)")
-        out.append("")
-    sc = result.get("scale")
-    if sc:
-        out += ["## Scale: size and query latency", "",
-                f"Base: {result['base_docs']} qasper papers; larger scales replicate them "
-                "through Index internals (fresh ids, same chunks; replicated vectors get "
-                f"noise of norm {result.get('jitter', 0)}, i.e. cosine "
-                f"~{1 / (1 + result.get('jitter', 0) ** 2) ** 0.5:.2f} to the original, so "
-                "they are distinct). Search = the "
-                f"vector search for {K_SEARCH} chunks (query vector precomputed); retrieve = "
-                f"Index.retrieve() end to end (query vector from the cache); "
-                f"{result['queries']} queries. HNSW M=32, efConstruction=80, efSearch=128.",
-                "",
-                "| index | docs | chunks | disk MB (vectors / meta.sqlite / sources) | "
-                "load s | flat search p50 / p95 ms | hnsw search p50 / p95 ms | "
-                "flat retrieve p50 / p95 ms | hnsw retrieve p50 / p95 ms | hnsw build s | "
-                "hnsw.faiss MB | recall@10 |",
-                "|---|---:|---:|---|---:|---|---|---|---|---:|---:|---:|"]
-        for r in sc:
-            f, h = r["flat"], r["hnsw"]
-            disk = r.get("disk")
-            disk_s = (f"{disk['total'] / 1e6:.1f} ({disk['vectors'] / 1e6:.1f} / "
-                      f"{disk['chunks'] / 1e6:.1f} / {disk['sources'] / 1e6:.1f})"
-                      if disk else "-")
-            load = f"{r['load_s']:.1f}" if "load_s" in r else "-"
-            rec = f"{h['recall_at_10']:.3f}"
-            out.append(
-                f"| {r['label']} | {r['documents']} | {r['chunks']} | {disk_s} | {load} | "
-                f"{f['search_p50_ms']:.2f} / {f['search_p95_ms']:.2f} | "
-                f"{h['search_p50_ms']:.2f} / {h['search_p95_ms']:.2f} | "
-                f"{f['retrieve_p50_ms']:.1f} / {f['retrieve_p95_ms']:.1f} | "
-                f"{h['retrieve_p50_ms']:.1f} / {h['retrieve_p95_ms']:.1f} | "
-                f"{h['build_s']:.1f} | {h['bytes'] / 1e6:.1f} | {rec} |")
-        out += ["", "Search p50 with FAISS on one OpenMP thread (the default uses every core, "
-                "which costs when the cores are busy):", ""]
-        for r in sc:
-            out.append(f"- {r['label']}: flat {r['flat']['search_p50_ms_1thread']:.2f} ms, "
-                       f"hnsw {r['hnsw']['search_p50_ms_1thread']:.2f} ms")
-        for r in sc:
-            if "ef_sweep" in r["hnsw"]:
-                out += ["", f"HNSW efSearch sweep on {r['label']} (k=10):", "",
-                        "| efSearch | recall@10 | id recall@10 | p50 ms |",
-                        "|---:|---:|---:|---:|"]
-                out += [f"| {e['ef_search']} | {e['recall_at_10']:.3f} | "
-                        f"{e['recall_at_10_ids']:.3f} | {e['p50_ms']:.2f} |"
-                        for e in r["hnsw"]["ef_sweep"]]
-        out += ["", "Recall@10 = share of HNSW's top 10 scoring at least the exact 10th "
-                "score (equal to id overlap when there are no exact ties). With exact "
-                "duplicate replicas (`--jitter 0`) HNSW's graph degenerates: at 100x, "
-                "recall@10 stayed at 0.27 for every efSearch from 16 to 512. *qasper-281* is "
-                "the real, distinct 281-paper index (about 10x the base) as a check. Sources "
-                "are stored once per content hash, so replicas add no source bytes.", ""]
+    if result.get("throughput"):
+        out += _throughput(result)
+    if result.get("scale"):
+        out += _scale(result)
     out.append(f"Total benchmark time: {result['total_s']:.0f} s.")
     return "\n".join(out) + "\n"
+
+
+def _throughput(result: dict[str, Any]) -> list[str]:
+    tp = result["throughput"]
+    out: list[str] = []
+    if "throughput_from" in result:
+        out += [f"Throughput section from the run finished {result['throughput_from']} "
+                f"({result.get('throughput_total_s') or 0:.0f} s).", ""]
+    out += ["## Indexing throughput", "",
+            "| corpus | docs | chunks | MB | computed / cached | tree s | chunking s | "
+            "embedding s | index s | write s | other s | wall s | non-embedding share "
+            "(measured) | est. embedding s (model) | non-embedding share (est.) | "
+            "peak RSS MB |",
+            "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in tp:
+        s = r["seconds"]
+        out.append(
+            f"| {r['corpus']} | {r['documents']} | {r['chunks']} | {r['bytes'] / 1e6:.1f} "
+            f"| {r['computed']} / {r['from_cache']} | {s['tree']:.1f} | {s['chunking']:.1f} "
+            f"| {s['embedding']:.1f} | {s['index']:.2f} | {s['write']:.1f} | "
+            f"{s['other']:.1f} | {r['wall_s']:.1f} | "
+            f"{r['non_embedding_share_measured']:.1%} | {r['est_embedding_s']:.0f} | "
+            f"{r['non_embedding_share_estimated']:.1%} | {r['peak_rss_mb']:.0f} |")
+    out += ["",
+            "*computed* = texts the model embedded in this run, *cached* = served by the "
+            "embedding cache. *Measured* share = (wall - embedding) / wall of this run; "
+            "it is only meaningful when most texts were computed. *Est.* = embedding "
+            "every text with the bare model at the sampled rate below, i.e. a cold run.",
+            ""]
+    for name, m in result["model_rate"].items():
+        out.append(f"- model on {m['n']} random {name} chunks (mean {m['mean_chars']:.0f} "
+                   f"chars, no cache): {m['rate']:.1f} chunks/s")
+    for r in tp:
+        if r["model_rate_measured"] and r["computed"] >= r["texts_embedded"] / 2:
+            out.append(f"- {r['corpus']}: {r['computed']} computed texts at "
+                       f"{r['model_rate_measured']:.1f} texts/s (cache lookups included)")
+    out.append("")
+    return out
+
+
+def _scale(result: dict[str, Any]) -> list[str]:
+    sc = result["scale"]
+    out: list[str] = []
+    out += ["## Scale: size and query latency", "",
+            f"Base: {result['base_docs']} qasper papers; larger scales replicate them "
+            "through Index internals (fresh ids, same chunks; replicated vectors get "
+            f"noise of norm {result.get('jitter', 0)}, i.e. cosine "
+            f"~{1 / (1 + result.get('jitter', 0) ** 2) ** 0.5:.2f} to the original, so "
+            "they are distinct). Search = the "
+            f"vector search for {K_SEARCH} chunks (query vector precomputed); retrieve = "
+            f"Index.retrieve() end to end (query vector from the cache); "
+            f"{result['queries']} queries. HNSW M=32, efConstruction=80, efSearch=128.",
+            "",
+            "| index | docs | chunks | disk MB (vectors / meta.sqlite / sources) | "
+            "load s | flat search p50 / p95 ms | hnsw search p50 / p95 ms | "
+            "flat retrieve p50 / p95 ms | hnsw retrieve p50 / p95 ms | hnsw build s | "
+            "hnsw.faiss MB | recall@10 |",
+            "|---|---:|---:|---|---:|---|---|---|---|---:|---:|---:|"]
+    for r in sc:
+        f, h = r["flat"], r["hnsw"]
+        disk = r.get("disk")
+        disk_s = (f"{disk['total'] / 1e6:.1f} ({disk['vectors'] / 1e6:.1f} / "
+                  f"{disk['chunks'] / 1e6:.1f} / {disk['sources'] / 1e6:.1f})"
+                  if disk else "-")
+        load = f"{r['load_s']:.1f}" if "load_s" in r else "-"
+        rec = f"{h['recall_at_10']:.3f}"
+        out.append(
+            f"| {r['label']} | {r['documents']} | {r['chunks']} | {disk_s} | {load} | "
+            f"{f['search_p50_ms']:.2f} / {f['search_p95_ms']:.2f} | "
+            f"{h['search_p50_ms']:.2f} / {h['search_p95_ms']:.2f} | "
+            f"{f['retrieve_p50_ms']:.1f} / {f['retrieve_p95_ms']:.1f} | "
+            f"{h['retrieve_p50_ms']:.1f} / {h['retrieve_p95_ms']:.1f} | "
+            f"{h['build_s']:.1f} | {h['bytes'] / 1e6:.1f} | {rec} |")
+    out += ["", "Search p50 with FAISS on one OpenMP thread (the default uses every core, "
+            "which costs when the cores are busy):", ""]
+    for r in sc:
+        out.append(f"- {r['label']}: flat {r['flat']['search_p50_ms_1thread']:.2f} ms, "
+                   f"hnsw {r['hnsw']['search_p50_ms_1thread']:.2f} ms")
+    for r in sc:
+        if "ef_sweep" in r["hnsw"]:
+            out += ["", f"HNSW efSearch sweep on {r['label']} (k=10):", "",
+                    "| efSearch | recall@10 | id recall@10 | p50 ms |",
+                    "|---:|---:|---:|---:|"]
+            out += [f"| {e['ef_search']} | {e['recall_at_10']:.3f} | "
+                    f"{e['recall_at_10_ids']:.3f} | {e['p50_ms']:.2f} |"
+                    for e in r["hnsw"]["ef_sweep"]]
+    out += ["", "Recall@10 = share of HNSW's top 10 scoring at least the exact 10th "
+            "score (equal to id overlap when there are no exact ties). With exact "
+            "duplicate replicas (`--jitter 0`) HNSW's graph degenerates: at 100x, "
+            "recall@10 stayed at 0.27 for every efSearch from 16 to 512. *qasper-281* is "
+            "the real, distinct 281-paper index (about 10x the base) as a check. Sources "
+            "are stored once per content hash, so replicas add no source bytes.", ""]
+    return out
 
 
 def plot(result: dict[str, Any], path: Path) -> bool:

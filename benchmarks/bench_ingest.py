@@ -380,6 +380,15 @@ def markdown(results: dict) -> list[str]:
         lines.append(f"| {r['mode']} | " + " | ".join(f"{t.get(s, 0.0):.2f}" for s in STAGES)
                      + " | " + " | ".join(_num(c.get(k, r.get(k)), "{}") for k in COUNTS)
                      + " |")
+    lines += _profile_lines(results) + _memory_lines(results) + _quality_lines(results)
+    found = targets(results)
+    if found:
+        lines += ["", "## Targets (computed from the tables above)", "", *found]
+    return lines
+
+
+def _profile_lines(results: dict) -> list[str]:
+    lines: list[str] = []
     if results.get("profile"):
         lines += ["", "What is embedded, per page (`benchmarks/ingest_profile.py`: the default "
                   "chunk config; word pieces as the model reads them, split into breadcrumbs, "
@@ -397,6 +406,11 @@ def markdown(results: dict) -> list[str]:
                 lines += ["", f"Chunks repeating another chunk's text ({code}, of "
                           f"{pr['chunks']}): " + ", ".join(
                               f"{k} {v}" for k, v in pr["duplicates"].items()) + "."]
+    return lines
+
+
+def _memory_lines(results: dict) -> list[str]:
+    lines: list[str] = []
     verdicts = memory_verdicts(results)
     if results.get("memory"):
         lines += ["", "Peak RSS against the number of files (the same texts at each copies "
@@ -415,6 +429,11 @@ def markdown(results: dict) -> list[str]:
                     f"{_num(r.get('workers_peak_rss_mib'), '{:.0f}')} | "
                     f"{v['largest_rss_mib']:.0f} | {v['ratio']:.2f} | "
                     f"{'met' if v['met'] else 'missed'} |")
+    return lines
+
+
+def _quality_lines(results: dict) -> list[str]:
+    lines: list[str] = []
     if results.get("quality"):
         lines += ["", "Quality (any-hit %, proxy-pointer with the full retriever, each mode "
                   "on its own vectors):", "", "| dataset | scope | mode | any@500 | any@1000 | "
@@ -424,9 +443,6 @@ def markdown(results: dict) -> list[str]:
                 lines.append(f"| {q['dataset']} | {scope} | {q['mode']} | "
                              + " | ".join(f"{budgets.get(b, float('nan'))}"
                                           for b in ("500", "1000", "2000")) + " |")
-    found = targets(results)
-    if found:
-        lines += ["", "## Targets (computed from the tables above)", "", *found]
     return lines
 
 
@@ -441,7 +457,7 @@ def write(results: dict, out_dir: Path, name: str) -> list[str]:
 
 # --------------------------------------------------------------------------- main
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", default=None,
                    help="a folder with docs/ (default data/sample)")
@@ -473,6 +489,55 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--docs", default=None, help=argparse.SUPPRESS)
     p.add_argument("--cache", default=None, help=argparse.SUPPRESS)
     p.add_argument("--index", default=None, help=argparse.SUPPRESS)
+    return p
+
+
+def _timed(results: dict, runs: list[tuple[str, Path | None]], memory_modes: list[str],
+           n_copies: list[int], docs: Path, work: Path) -> None:
+    """Each run's throughput, then each memory mode at every number of copies."""
+    for mode, code in runs:
+        row = index_in_child(mode, docs, work, tree=code)
+        print(f"{row['mode']}: {row['seconds']:.1f}s {row['mb_per_s']:.3f} MB/s "
+              f"{row['chunks_per_s']:.1f} chunks/s rss {row['largest_rss_mib']:.0f} MiB",
+              flush=True)
+        results["throughput"].append(row)
+    for mode in memory_modes:
+        rows = []
+        for n in n_copies:
+            rows.append(index_in_child(mode, copies(docs, n, work), work, tag="-mem"))
+            print(f"{mode} x{n}: {rows[-1]['chunks']} chunks {rows[-1]['seconds']:.1f}s "
+                  f"rss {rows[-1]['peak_rss_mib']:.0f} MiB (workers "
+                  f"{_num(rows[-1]['workers_peak_rss_mib'], '{:.0f}')})", flush=True)
+            shutil.rmtree(rows[-1]["cache"], ignore_errors=True)
+        results["memory"][mode] = rows
+
+
+def _scored(results: dict, args: argparse.Namespace, dataset: Path, tree: Path | None,
+            runs: list[tuple[str, Path | None]], work: Path) -> None:
+    """Any-hit of every timed run on the dataset, and of each mode on the extra datasets."""
+    for row in results["throughput"]:
+        code = tree if row["mode"] == "baseline" else None
+        cache = (args.baseline_cache if code and args.baseline_cache else row["cache"])
+        results["quality"].append({"dataset": dataset.name, "mode": row["mode"], "any_hit":
+                                   quality(dataset, row["mode"], str(Path(cache).resolve()),
+                                           args.quality_scopes, work, code)})
+        print(results["quality"][-1], flush=True)
+    for extra in args.quality_dataset:
+        for mode, code in runs:
+            name = "baseline" if code else mode
+            if name == "today":
+                continue  # default's vectors on another backend: scored by default
+            cache = (Path(args.baseline_cache) if code and args.baseline_cache
+                     else Path(args.quality_cache) / name)
+            results["quality"].append({
+                "dataset": Path(extra).name, "mode": name,
+                "any_hit": quality(Path(extra).resolve(), name, str(cache.resolve()),
+                                   ["per-doc", "corpus"], work, code)})
+            print(results["quality"][-1], flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = _parser()
     args = p.parse_args(argv)
     if args.child:
         child(args)
@@ -513,42 +578,9 @@ def main(argv: list[str] | None = None) -> None:
         print(results["profile"], flush=True)
     runs: list[tuple[str, Path | None]] = ([("default", tree)] if tree else []) + [
         (mode, None) for mode in modes]
-    for mode, code in runs:
-        row = index_in_child(mode, docs, work, tree=code)
-        mode = row["mode"]
-        print(f"{mode}: {row['seconds']:.1f}s {row['mb_per_s']:.3f} MB/s "
-              f"{row['chunks_per_s']:.1f} chunks/s rss {row['largest_rss_mib']:.0f} MiB",
-              flush=True)
-        results["throughput"].append(row)
-    for mode in memory_modes:
-        rows = []
-        for n in n_copies:
-            rows.append(index_in_child(mode, copies(docs, n, work), work, tag="-mem"))
-            print(f"{mode} x{n}: {rows[-1]['chunks']} chunks {rows[-1]['seconds']:.1f}s "
-                  f"rss {rows[-1]['peak_rss_mib']:.0f} MiB (workers "
-                  f"{_num(rows[-1]['workers_peak_rss_mib'], '{:.0f}')})", flush=True)
-            shutil.rmtree(rows[-1]["cache"], ignore_errors=True)
-        results["memory"][mode] = rows
+    _timed(results, runs, memory_modes, n_copies, docs, work)
     if not args.no_quality and (dataset / "questions.jsonl").exists():
-        for row in results["throughput"]:
-            code = tree if row["mode"] == "baseline" else None
-            cache = (args.baseline_cache if code and args.baseline_cache else row["cache"])
-            results["quality"].append({"dataset": dataset.name, "mode": row["mode"], "any_hit":
-                                       quality(dataset, row["mode"], str(Path(cache).resolve()),
-                                               args.quality_scopes, work, code)})
-            print(results["quality"][-1], flush=True)
-        for extra in args.quality_dataset:
-            for mode, code in runs:
-                name = "baseline" if code else mode
-                if name == "today":
-                    continue  # default's vectors on another backend: scored by default
-                cache = (Path(args.baseline_cache) if code and args.baseline_cache
-                         else Path(args.quality_cache) / name)
-                results["quality"].append({
-                    "dataset": Path(extra).name, "mode": name,
-                    "any_hit": quality(Path(extra).resolve(), name, str(cache.resolve()),
-                                       ["per-doc", "corpus"], work, code)})
-                print(results["quality"][-1], flush=True)
+        _scored(results, args, dataset, tree, runs, work)
     print("\n".join(write(results, Path(args.out_dir), args.name)))
 
 

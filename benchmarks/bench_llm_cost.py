@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -35,6 +36,55 @@ from proxy_pointer.tokens import count_tokens
 
 from .common import CACHE, DATA, RESULTS, environment, write_report
 from .harness.llm_stub import RecordingLLMServer
+
+
+def _rerank_cost(idx: Index, rows: list[dict], llm: Any, server: Any, tops: list[int]
+                 ) -> dict[str, dict[str, Any]]:
+    """Calls and prompt tokens of the LLM rerank per query, per ``top`` and scope."""
+    results = {}
+    for top in tops:
+        for scope in ("per-doc", "corpus"):
+            before = len(server.calls)
+            latency = []
+            for r in rows:
+                doc_ids = [r["doc_id"] + ".md"] if scope == "per-doc" else None
+                t = time.perf_counter()
+                idx.retrieve(r["question"], doc_ids=doc_ids, rerank_llm=llm, rerank_top=top)
+                latency.append(time.perf_counter() - t)
+            calls = server.calls[before:]
+            prompt_tokens = [count_tokens(c.prompt) for c in calls]
+            results[f"top {top}, {scope}"] = {
+                "queries": len(rows), "calls": len(calls),
+                "calls_per_query": len(calls) / len(rows),
+                "prompt_tokens_per_call": statistics.mean(prompt_tokens) if calls else 0,
+                "prompt_tokens_per_query": sum(prompt_tokens) / len(rows),
+                "retrieve_p50_ms_with_local_llm": 1000 * statistics.median(latency),
+            }
+    return results
+
+
+def _summaries_cost(docs: Path, llm: Any, server: Any) -> dict[str, Any]:
+    """Section summaries at indexing: one call per section with text, cached by content."""
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["XDG_CACHE_HOME"] = tmp
+        before = len(server.calls)
+        t = time.perf_counter()
+        summarized = Index.build([docs], embedder=HashEmbedder(64), index_llm=llm,
+                                 chunk_config=ChunkConfig(summaries=True))
+        seconds = time.perf_counter() - t
+        calls = server.calls[before:]
+        again = len(server.calls)
+        Index.build([docs], embedder=HashEmbedder(64), index_llm=llm,
+                    chunk_config=ChunkConfig(summaries=True))
+        rebuilt_calls = len(server.calls) - again
+    prompt_tokens = [count_tokens(c.prompt) for c in calls]
+    n_docs = len(summarized.reader.documents)
+    return {"documents": n_docs, "calls": len(calls),
+            "calls_per_document": len(calls) / n_docs,
+            "prompt_tokens_per_call": statistics.mean(prompt_tokens),
+            "prompt_tokens_per_document": sum(prompt_tokens) / n_docs,
+            "calls_on_rebuild_with_cache": rebuilt_calls,
+            "seconds_with_local_llm": seconds}
 
 
 def main() -> int:
@@ -56,48 +106,10 @@ def main() -> int:
     rows = [json.loads(line) for line in open(ds / "questions.jsonl")]
     random.Random(0).shuffle(rows)
     rows = rows[: args.questions]
-    results = {}
     with RecordingLLMServer() as server:
         llm = OpenAICompatibleLLM(server.base_url, "recorder")
-        for top in args.top:
-            for scope in ("per-doc", "corpus"):
-                before = len(server.calls)
-                latency = []
-                for r in rows:
-                    doc_ids = [r["doc_id"] + ".md"] if scope == "per-doc" else None
-                    t = time.perf_counter()
-                    idx.retrieve(r["question"], doc_ids=doc_ids, rerank_llm=llm, rerank_top=top)
-                    latency.append(time.perf_counter() - t)
-                calls = server.calls[before:]
-                prompt_tokens = [count_tokens(c.prompt) for c in calls]
-                results[f"top {top}, {scope}"] = {
-                    "queries": len(rows), "calls": len(calls),
-                    "calls_per_query": len(calls) / len(rows),
-                    "prompt_tokens_per_call": statistics.mean(prompt_tokens) if calls else 0,
-                    "prompt_tokens_per_query": sum(prompt_tokens) / len(rows),
-                    "retrieve_p50_ms_with_local_llm": 1000 * statistics.median(latency),
-                }
-        # Section summaries at indexing: one call per section with text, cached by content.
-        with tempfile.TemporaryDirectory() as tmp:
-            os.environ["XDG_CACHE_HOME"] = tmp
-            before = len(server.calls)
-            t = time.perf_counter()
-            summarized = Index.build([ds / "docs"], embedder=HashEmbedder(64), index_llm=llm,
-                                     chunk_config=ChunkConfig(summaries=True))
-            seconds = time.perf_counter() - t
-            calls = server.calls[before:]
-            again = len(server.calls)
-            Index.build([ds / "docs"], embedder=HashEmbedder(64), index_llm=llm,
-                        chunk_config=ChunkConfig(summaries=True))
-            rebuilt_calls = len(server.calls) - again
-        prompt_tokens = [count_tokens(c.prompt) for c in calls]
-        n_docs = len(summarized.reader.documents)
-        summaries = {"documents": n_docs, "calls": len(calls),
-                     "calls_per_document": len(calls) / n_docs,
-                     "prompt_tokens_per_call": statistics.mean(prompt_tokens),
-                     "prompt_tokens_per_document": sum(prompt_tokens) / n_docs,
-                     "calls_on_rebuild_with_cache": rebuilt_calls,
-                     "seconds_with_local_llm": seconds}
+        results = _rerank_cost(idx, rows, llm, server, args.top)
+        summaries = _summaries_cost(ds / "docs", llm, server)
     report = {"dataset": ds.name, "documents": len(idx.reader.documents),
               "chunks": len(idx.reader.chunks),
               "quality": "not measured: the recording endpoint answers with placeholders",
@@ -110,11 +122,11 @@ def main() -> int:
     for name, r in results.items():
         lines.append(f"| {name} | {r['calls_per_query']:.2f} | "
                      f"{r['prompt_tokens_per_call']:.0f} | {r['prompt_tokens_per_query']:.0f} |")
-    lines += ["", f"Section summaries at indexing, {n_docs} documents: "
+    lines += ["", f"Section summaries at indexing, {summaries['documents']} documents: "
               f"{summaries['calls']} calls ({summaries['calls_per_document']:.1f} per document), "
               f"{summaries['prompt_tokens_per_call']:.0f} prompt tokens per call, "
               f"{summaries['prompt_tokens_per_document']:.0f} per document; "
-              f"a rebuild with the cache made {rebuilt_calls} calls."]
+              f"a rebuild with the cache made {summaries['calls_on_rebuild_with_cache']} calls."]
     write_report(out.parent, out.name, report, lines)
     print("\n".join(lines))
     return 0

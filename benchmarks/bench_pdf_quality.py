@@ -229,14 +229,29 @@ def main(argv: list[str] | None = None) -> int:
         "pdf_run": f"{stem}.json", "markdown_run": lp_results,
         "environment": common.environment(),
     }
-    n = len(twin.questions)
+    lines = _comparison_lines(args.date, filings, len(twin.questions), budgets,
+                              embedder.model_id, stem, both, combined, texts)
+    out = common.write_report(args.out_dir, "financebench-pdf-vs-llamaparse", comparison, lines)
+    print("\n".join(md))
+    print()
+    print("\n".join(lines))
+    for kind, path in {**paths, **{f"comparison {k}": v for k, v in out.items()}}.items():
+        _log(f"wrote {kind}: {path}")
+    return 0
+
+
+def _comparison_lines(date: str, filings: list[str], n: int, budgets: list[int],
+                      model_id: str, stem: str, both: dict[str, Any],
+                      combined: dict[str, dict[str, dict[str, Any]]],
+                      texts: dict[str, dict[str, list[int]]]) -> list[str]:
+    """The comparison report: all three filings, per filing, gold passages in each text."""
     lines = [
-        f"# Own PDF conversion vs LlamaParse Markdown ({args.date})",
+        f"# Own PDF conversion vs LlamaParse Markdown ({date})",
         "",
         f"FinanceBench questions on the {len(filings)} filings that `finance-10k` also holds "
         f"as LlamaParse Markdown ({', '.join(filings)}): {n} questions, per-document scope, "
         f"budgets {', '.join(map(str, budgets))} MiniLM word pieces, embedder "
-        f"`{embedder.model_id}`. Same questions, same loose matching (both sides case-folded, "
+        f"`{model_id}`. Same questions, same loose matching (both sides case-folded, "
         "HTML tags and every character that is not a letter or digit removed; a passage is "
         "found when at least half of its distinct 14-character substrings occur in the "
         "context). *page* = a returned piece covers a gold page; LlamaParse Markdown has no "
@@ -262,13 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         total = sum(v[1] for v in per_doc.values())
         lines.append(_row([text, *[f"{per_doc[f][0]}/{per_doc[f][1]}" for f in filings],
                            f"{found}/{total}"]))
-    out = common.write_report(args.out_dir, "financebench-pdf-vs-llamaparse", comparison, lines)
-    print("\n".join(md))
-    print()
-    print("\n".join(lines))
-    for kind, path in {**paths, **{f"comparison {k}": v for k, v in out.items()}}.items():
-        _log(f"wrote {kind}: {path}")
-    return 0
+    return lines
 
 
 if __name__ == "__main__":

@@ -503,7 +503,8 @@ def _metric(records: dict, label: str, dataset: str, variant: str, method: str, 
         return None
 
 
-def report(args: argparse.Namespace) -> int:
+def _stored() -> tuple[dict[tuple[str, str, str], dict], list[str]]:
+    """Stored full MiniLM results by ``(label, dataset, variant)``; the others, named."""
     records: dict[tuple[str, str, str], dict] = {}
     skipped = []
     for path in sorted(RESULTS.glob("*.json")):
@@ -513,13 +514,11 @@ def report(args: argparse.Namespace) -> int:
                            f"{rec.get('limit')})")
             continue
         records[(rec["label"], rec["dataset"], rec["variant"])] = rec
-    if not records:
-        print(f"no stored full MiniLM results under {RESULTS}", file=sys.stderr)
-        return 2
-    datasets = [d for d in DATASETS if any(k[1] == d for k in records)]
-    datasets += sorted({k[1] for k in records} - set(datasets))
-    variants = [v for v in VARIANTS if any(k[2] == v for k in records)]
+    return records, skipped
 
+
+def _report_summary(records: dict[tuple[str, str, str], dict], skipped: list[str]
+                    ) -> dict[str, Any]:
     codes: dict[str, list[dict]] = {}
     for (label, _, _), rec in sorted(records.items()):
         for run in rec["runs"]:
@@ -549,7 +548,10 @@ def report(args: argparse.Namespace) -> int:
                                    for b, v in res.get("budgets", {}).items()}
                            for scope, res in s.get("scopes", {}).items()}}
                 for m, s in rec["methods"].items()}}
+    return summary
 
+
+def _intro(summary: dict[str, Any]) -> list[str]:
     md = ["# Document shapes: retrieval on manual-like and converted variants (issue 21)", "",
           "Produced by `benchmarks/bench_shapes.py` "
           f"({summary['date']}). Each dev set is rewritten into document *shapes* "
@@ -559,49 +561,60 @@ def report(args: argparse.Namespace) -> int:
           "are in `shapes.json` only. `before`/`after` are the library code before and "
           "after the change; *after minus best of before* compares `after: default` with "
           "the better of the two `before` packings, in points.", ""]
-    for label, cs in codes.items():
+    for label, cs in summary["code"].items():
         md.append(f"- `{label}`: " + "; ".join(
             f"commit `{(c['commit'] or '?')[:12]}`{' (dirty)' if c['dirty'] else ''}"
             for c in cs))
-    md += ["", "Shapes: `original`; `duplicates` (every document twice); `html-tables` "
-           "(Markdown tables as HTML `<table>`); `long-lines` (each section's prose as one "
-           "line); `no-headings` (ATX heading lines removed); `short-sections` (a "
-           "`<title> (part N)` sub-heading before every paragraph after the first).", "",
-           "Notes:", "",
-           "- *gold gone* counts evidence questions none of whose gold passages occurs in "
-           "the rewritten text any more: they cannot be hit in that shape. In `html-tables` "
-           "gold copied from Markdown table rows no longer matches the HTML text; this is "
-           "accepted and reported as measured.",
-           "- finance-10k's tables are already HTML (LlamaParse), and only one qasper-dev "
-           "paper has Markdown tables, so `html-tables` changes little text; in `long-lines` "
-           "the 10-Ks' HTML table lines are prose to the rule and are joined too.",
-           "- `short-sections` leaves the gold section paths as they were, so section hits "
-           "drop by construction; `no-headings` has no paths at all.",
-           "- finance-10k any-hit counts only its FinanceBench questions (those with "
-           "evidence; the others have only section paths): one question is "
-           "several points.", ""]
-    present = [(name, label, m) for name, label, m in SERIES
-               if any(k[0] == label and m in r["methods"] for k, r in records.items())]
+    return [
+        *md, "", "Shapes: `original`; `duplicates` (every document twice); `html-tables` "
+        "(Markdown tables as HTML `<table>`); `long-lines` (each section's prose as one "
+        "line); `no-headings` (ATX heading lines removed); `short-sections` (a "
+        "`<title> (part N)` sub-heading before every paragraph after the first).", "",
+        "Notes:", "",
+        "- *gold gone* counts evidence questions none of whose gold passages occurs in "
+        "the rewritten text any more: they cannot be hit in that shape. In `html-tables` "
+        "gold copied from Markdown table rows no longer matches the HTML text; this is "
+        "accepted and reported as measured.",
+        "- finance-10k's tables are already HTML (LlamaParse), and only one qasper-dev "
+        "paper has Markdown tables, so `html-tables` changes little text; in `long-lines` "
+        "the 10-Ks' HTML table lines are prose to the rule and are joined too.",
+        "- `short-sections` leaves the gold section paths as they were, so section hits "
+        "drop by construction; `no-headings` has no paths at all.",
+        "- finance-10k any-hit counts only its FinanceBench questions (those with "
+        "evidence; the others have only section paths): one question is "
+        "several points.", ""]
+
+
+def _shape_rows(records: dict[tuple[str, str, str], dict], dataset: str, scope: str,
+                variants: list[str], present: list[tuple[str, str, str]]
+                ) -> tuple[list[tuple[str, str, list[str]]], dict[tuple[str, int], float]]:
+    """One table's rows (shape, gold gone, cells) and its after-minus-best-before points."""
+    rows, deltas = [], {}
+    for variant in variants:
+        cells = [_pct(_metric(records, label, dataset, variant, m, scope, b))
+                 for _, label, m in present for b in BUDGETS]
+        for b in BUDGETS:
+            after = _metric(records, "after", dataset, variant, "proxy-pointer", scope, b)
+            before = [v for m in METHODS if (v := _metric(
+                records, "before", dataset, variant, m, scope, b)) is not None]
+            if after is not None and before:
+                deltas[(variant, b)] = 100 * (after - max(before))
+        gold = next((r["gold"] for k, r in records.items()
+                     if k[1] == dataset and k[2] == variant), None)
+        gone = f"{gold['all_gold_missing']}/{gold['evidence_questions']}" if gold else "n/a"
+        rows.append((variant, gone, cells))
+    return rows, deltas
+
+
+def _shape_tables(records: dict[tuple[str, str, str], dict], datasets: list[str],
+                  variants: list[str], present: list[tuple[str, str, str]]
+                  ) -> tuple[list[str], tuple[float, str] | None]:
+    """A table per dataset and scope, and the largest shortfall of ``after``."""
     worst: tuple[float, str] | None = None
     tables: list[str] = []
     for dataset in datasets:
         for scope in SCOPES:
-            rows, deltas = [], {}
-            for variant in variants:
-                cells = [_pct(_metric(records, label, dataset, variant, m, scope, b))
-                         for _, label, m in present for b in BUDGETS]
-                for b in BUDGETS:
-                    after = _metric(records, "after", dataset, variant, "proxy-pointer",
-                                    scope, b)
-                    before = [v for m in METHODS if (v := _metric(
-                        records, "before", dataset, variant, m, scope, b)) is not None]
-                    if after is not None and before:
-                        deltas[(variant, b)] = 100 * (after - max(before))
-                gold = next((r["gold"] for k, r in records.items()
-                             if k[1] == dataset and k[2] == variant), None)
-                gone = (f"{gold['all_gold_missing']}/{gold['evidence_questions']}"
-                        if gold else "n/a")
-                rows.append((variant, gone, cells))
+            rows, deltas = _shape_rows(records, dataset, scope, variants, present)
             low = min(deltas.items(), key=lambda kv: kv[1]) if deltas else None
             if low and low[1] < 0 and (worst is None or low[1] < worst[0]):
                 worst = (low[1], f"{dataset} {scope}, {low[0][0]} @{low[0][1]}")
@@ -620,6 +633,22 @@ def report(args: argparse.Namespace) -> int:
                     ds.append(text)
                 tables.append(f"| {variant} | {gone} | " + " | ".join(cells + ds) + " |")
             tables.append("")
+    return tables, worst
+
+
+def report(args: argparse.Namespace) -> int:
+    records, skipped = _stored()
+    if not records:
+        print(f"no stored full MiniLM results under {RESULTS}", file=sys.stderr)
+        return 2
+    datasets = [d for d in DATASETS if any(k[1] == d for k in records)]
+    datasets += sorted({k[1] for k in records} - set(datasets))
+    variants = [v for v in VARIANTS if any(k[2] == v for k in records)]
+    summary = _report_summary(records, skipped)
+    md = _intro(summary)
+    present = [(name, label, m) for name, label, m in SERIES
+               if any(k[0] == label and m in r["methods"] for k, r in records.items())]
+    tables, worst = _shape_tables(records, datasets, variants, present)
     if worst:
         md += [f"Largest shortfall of `after` against the best `before` packing: "
                f"**{worst[0]:+.1f} points** ({worst[1]}).", ""]

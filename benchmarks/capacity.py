@@ -256,9 +256,15 @@ def markdown(out: dict) -> list[str]:
         f"{m['milvus']['bytes_source']} |",
         f"| Milvus Lite insert | {1000 * m['milvus']['insert_s_per_chunk']:.2f} ms/chunk | "
         f"{m['milvus']['insert_source']} |",
-        "", "## Resources", "",
-        "| | " + " | ".join(_n(r["chunks"]) for r in rows) + " |",
-        "|---|" + "---|" * len(rows)]
+    ]
+    return lines + _resources(m, rows) + _formulas(m, rows)
+
+
+def _resources(m: dict, rows: list[dict]) -> list[str]:
+    """The resources table: a column per size."""
+    lines = ["", "## Resources", "",
+             "| | " + " | ".join(_n(r["chunks"]) for r in rows) + " |",
+             "|---|" + "---|" * len(rows)]
 
     def row(label: str, cells: list[str]) -> None:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
@@ -290,9 +296,14 @@ def markdown(out: dict) -> list[str]:
     row("queries / s per core, 1000 / p50 (query CPU taken as its wall time)",
         [f"{1000 / r['latency']['p50_ms']:.0f} "
          f"({'m' if r['latency']['kind'] == 'measured' else 'ext'})" for r in rows])
+    return lines
+
+
+def _formulas(m: dict, rows: list[dict]) -> list[str]:
+    """The notes under the table, the formulas and the sources."""
     q = m["query"]
     ext = next(r["latency"] for r in rows if r["latency"]["kind"] == "extrapolated")
-    lines += [
+    return [
         "",
         "† no number of workers: one driver's serial work (reading and hashing files, "
         "staging results, the commit) takes the hour by itself; shard the update across "
@@ -338,7 +349,6 @@ def markdown(out: dict) -> list[str]:
         "- Measured: `benchmarks/results/` ingest.json, ray-ingest.json, scale.json, "
         "milvus-latency.json, qasper-dev-2026-12-04-milvus.json.",
     ]
-    return lines
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -42,7 +42,6 @@ def markdown_report(results: dict, plot_name: str | None = None) -> str:
     """The Markdown report: quality per scope, cost and speed, notes, all budgets."""
     cfg, ds = results["config"], results["dataset"]
     budgets = [str(b) for b in cfg["budgets"]]
-    top = budgets[-1]
     lines = [
         f"# Retrieval benchmark: {ds['name']} ({results['date']})",
         "",
@@ -66,7 +65,19 @@ def markdown_report(results: dict, plot_name: str | None = None) -> str:
                   "without a page map)."]
     if plot_name:
         lines += ["", f"![any-hit vs budget]({plot_name})"]
-    for scope in cfg["scopes"]:
+    lines += _quality(results, budgets) + _hit_counts(results, budgets)
+    cost, notes = _cost(results)
+    lines += cost
+    if notes:
+        lines += ["", "## Notes", "", *dict.fromkeys(notes)]
+    return "\n".join(lines + _all_budgets(results, budgets)) + "\n"
+
+
+def _quality(results: dict, budgets: list[str]) -> list[str]:
+    """A table per scope: any-hit at every budget, the other metrics at the largest."""
+    top = budgets[-1]
+    lines: list[str] = []
+    for scope in results["config"]["scopes"]:
         lines += ["", f"## Retrieval quality: {scope}", ""]
         head = ["method", *[f"any@{b}" for b in budgets], f"full@{top}", f"recall@{top}",
                 f"section@{top}", f"exact@{top}", f"MRR@{top}", f"tokens@{top}"]
@@ -77,8 +88,13 @@ def markdown_report(results: dict, plot_name: str | None = None) -> str:
                                _pct(t["full_hit"]), _pct(t["evidence_recall"]),
                                _pct(t["section_hit"]), _pct(t["section_exact"]),
                                _num(t["mrr"], "{:.3f}"), _num(t["tokens_mean"], "{:.0f}")]))
-    lines += _hit_counts(results, budgets)
-    lines += ["", "## Cost and speed", "",
+    return lines
+
+
+def _cost(results: dict) -> tuple[list[str], list[str]]:
+    """The cost and speed table, and the notes its rows give."""
+    cfg = results["config"]
+    lines = ["", "## Cost and speed", "",
               "Build seconds include embedding (`computed` = texts the cache did not have); "
               "latency = retrieve + pack per question and budget, query encoding excluded "
               f"({_query_cost(results['query_embedding'])}, shared by all methods); peak = "
@@ -122,9 +138,13 @@ def markdown_report(results: dict, plot_name: str | None = None) -> str:
                 notes.append(f"- **{name}** {scope}: answer F1 {_num(a['f1'], '{:.3f}')} at "
                              f"{a['budget']} tokens, {a['llm_in_tokens_per_query']:.0f} in / "
                              f"{a['llm_out_tokens_per_query']:.0f} out tokens per query")
-    if notes:
-        lines += ["", "## Notes", "", *dict.fromkeys(notes)]
-    lines += ["", "## All budgets", ""]
+    return lines, notes
+
+
+def _all_budgets(results: dict, budgets: list[str]) -> list[str]:
+    """Every metric at every budget, scope and method."""
+    cfg = results["config"]
+    lines = ["", "## All budgets", ""]
     head = ["method", "scope", "budget", "any", "full", "recall", "section", "exact", "MRR",
             "tokens", "cut"]
     lines += [_row(head), _row(["---"] * len(head))]
@@ -136,7 +156,7 @@ def markdown_report(results: dict, plot_name: str | None = None) -> str:
                                    _pct(t["evidence_recall"]), _pct(t["section_hit"]),
                                    _pct(t["section_exact"]), _num(t["mrr"], "{:.3f}"),
                                    _num(t["tokens_mean"], "{:.0f}"), _pct(t["cut_share"])]))
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _count(agg: dict, metric: str) -> str:

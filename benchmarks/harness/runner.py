@@ -60,24 +60,13 @@ def run_benchmark(dataset: Dataset, *, methods: list[str], scopes: list[str],
     counting = CountingEmbedder(embedder)
     questions = dataset.questions
     needs_vectors = any(getattr(make_method(n, k=k), "uses_embedder", True) for n in methods)
-    load_seconds = _load_model(embedder) if needs_vectors else 0.0
-    t0 = time.perf_counter()
-    computed = counting.precompute(q.question.strip() for q in questions) if needs_vectors else 0
-    query_embedding = {"queries": len(questions), "computed": computed,
-                       "seconds": time.perf_counter() - t0,
-                       "ms_per_query": (1000 * (time.perf_counter() - t0) / computed
-                                        if computed else None),
-                       "model_load_seconds": load_seconds}
-    _log(f"{dataset.name}: {len(dataset.docs)} documents, {len(questions)} questions; "
-         f"embedded {computed} queries in {query_embedding['seconds']:.1f}s")
-
+    query_embedding = _embed_queries(dataset, embedder, counting, needs_vectors)
     out: dict[str, Any] = {}
     peaks: dict[str, float] = {}
     for name in methods:
         method = make_method(name, k=k)
-        entry: dict[str, Any] = {"description": method.description,
-                                 "points_at_sections": method.points_at_sections}
-        out[name] = entry
+        out[name] = entry = {"description": method.description,
+                             "points_at_sections": method.points_at_sections}
         _log(f"{name}: building ({method.description})")
         try:
             stats: BuildStats = method.build(dataset, counting)
@@ -92,19 +81,8 @@ def run_benchmark(dataset: Dataset, *, methods: list[str], scopes: list[str],
         entry["quality_measured"] = quality
         _log(f"{name}: built in {stats.seconds:.1f}s ({stats.units} units, "
              f"{stats.embed_computed} embedded now)")
-        entry["scopes"] = {}
-        for scope in scopes:
-            if scope not in method.scopes:
-                reason = getattr(method, "scope_notes", {}).get(scope, "not supported")
-                entry["scopes"][scope] = {"status": "n/a", "reason": reason}
-                continue
-            try:
-                entry["scopes"][scope] = _run_scope(dataset, method, scope, budgets, quality,
-                                                    llm, answer_budget, details)
-            except Exception as exc:  # one failing method must not lose the others' results
-                _log(f"{name} [{scope}]: FAILED - {type(exc).__name__}: {exc}")
-                entry["scopes"][scope] = {"status": "error",
-                                          "reason": f"{type(exc).__name__}: {exc}"}
+        entry["scopes"] = {scope: _scope_entry(name, dataset, method, scope, budgets, quality,
+                                               llm, answer_budget, details) for scope in scopes}
     return {
         "dataset": {"name": dataset.name, "path": _display_path(dataset.root),
                     "documents": len(dataset.docs), "questions": len(questions),
@@ -126,6 +104,37 @@ def run_benchmark(dataset: Dataset, *, methods: list[str], scopes: list[str],
         "maxrss_mib": common.peak_rss_mib(),
         "methods": out,
     }
+
+
+def _embed_queries(dataset: Dataset, embedder: Any, counting: CountingEmbedder,
+                   needs_vectors: bool) -> dict[str, Any]:
+    """Every question embedded once up front (timed apart from retrieval)."""
+    questions = dataset.questions
+    load_seconds = _load_model(embedder) if needs_vectors else 0.0
+    t0 = time.perf_counter()
+    computed = counting.precompute(q.question.strip() for q in questions) if needs_vectors else 0
+    query_embedding = {"queries": len(questions), "computed": computed,
+                       "seconds": time.perf_counter() - t0,
+                       "ms_per_query": (1000 * (time.perf_counter() - t0) / computed
+                                        if computed else None),
+                       "model_load_seconds": load_seconds}
+    _log(f"{dataset.name}: {len(dataset.docs)} documents, {len(questions)} questions; "
+         f"embedded {computed} queries in {query_embedding['seconds']:.1f}s")
+    return query_embedding
+
+
+def _scope_entry(name: str, dataset: Dataset, method: Any, scope: str, budgets: list[int],
+                 quality: bool, llm: Any, answer_budget: int, details: list[dict] | None
+                 ) -> dict:
+    """One method's results in one scope, or why there are none."""
+    if scope not in method.scopes:
+        reason = getattr(method, "scope_notes", {}).get(scope, "not supported")
+        return {"status": "n/a", "reason": reason}
+    try:
+        return _run_scope(dataset, method, scope, budgets, quality, llm, answer_budget, details)
+    except Exception as exc:  # one failing method must not lose the others' results
+        _log(f"{name} [{scope}]: FAILED - {type(exc).__name__}: {exc}")
+        return {"status": "error", "reason": f"{type(exc).__name__}: {exc}"}
 
 
 def _run_scope(dataset: Dataset, method: Any, scope: str, budgets: list[int], quality: bool,

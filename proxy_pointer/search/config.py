@@ -274,6 +274,11 @@ class RetrievalConfig:
                             ("tuning", replace(tuning, **tuned) if tuned else tuning)):
             object.__setattr__(self, name, value)
 
+    def tuned(self, **knobs: Any) -> RetrievalConfig:
+        """This request with some of its tuning's knobs changed (typed, where
+        ``dataclasses.replace(config, mode=...)`` is not to a type checker)."""
+        return replace(self, tuning=replace(self.tuning, **knobs))
+
     def __getattr__(self, name: str) -> Any:
         """A knob read by name (deprecated): ``config.mode`` is ``config.tuning.mode``."""
         if name in TUNING:
