@@ -42,14 +42,17 @@ def require(module: str, *, what: str, library: str | None = None, extra: str,
         raise error(needs(what, library or module, extra)) from None
 
 
-def lazy_exports(package: str, table: Mapping[str, str], namespace: MutableMapping[str, Any]
+def lazy_exports(package: str, modules: Mapping[str, tuple[str, ...]],
+                 namespace: MutableMapping[str, Any]
                  ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``(__getattr__, __dir__)`` for ``package``: a name in ``table`` (name -> module
-    relative to the package) is imported on first access and kept in ``namespace`` (the
-    package's ``globals()``); ``__dir__`` lists the package's ``__all__``."""
+    """``(__getattr__, __dir__)`` for ``package``: each name of ``modules`` (module,
+    relative to the package -> the public names it defines) is imported on first access and
+    kept in ``namespace`` (the package's ``globals()``); ``__dir__`` lists the package's
+    ``__all__``."""
+    home = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str) -> Any:
-        module = table.get(name)
+        module = home.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(import_module(f".{module}", package), name)

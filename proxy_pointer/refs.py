@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Container
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .convert.base import page_span
@@ -41,7 +41,7 @@ from .documents import resolve_doc_id
 from .errors import ConfigError, NotFoundError
 from .parse.tree import Tree
 
-__all__ = ["FORMS", "Ref", "SectionText", "open_ref", "resolve"]
+__all__ = ["FORMS", "Location", "Ref", "SectionText", "open_ref", "resolve"]
 
 #: Every form a ref may take, for error messages.
 FORMS = ("doc_id#node_id (a section: doc.md#0003, doc.md#preamble), doc_id#L<a>-<b> "
@@ -153,7 +153,29 @@ class Ref:
 
 
 @dataclass(frozen=True)
-class SectionText:
+class Location:
+    """Where a piece of a stored document is, with its text: the location fields that a
+    retrieved :class:`~proxy_pointer.search.sections.Section` and an opened
+    :class:`SectionText` share. ``start_line``/``end_line`` are 1-based and inclusive;
+    ``path`` is the breadcrumb (document title, then headings); ``node_id`` is None for
+    lines that are not one node's section."""
+
+    doc_id: str
+    node_id: str | None
+    title: str
+    path: tuple[str, ...]
+    start_line: int
+    end_line: int
+    text: str
+
+    @property
+    def breadcrumb(self) -> str:
+        """The path as people read it: ``"Paper > Methods > Training"``."""
+        return " > ".join(self.path)
+
+
+@dataclass(frozen=True)
+class SectionText(Location):
     """What a ref opens: ``text`` from the stored copy of the document.
 
     ``start_line``/``end_line`` are 1-based and inclusive. For a node ref, ``node_id``,
@@ -165,15 +187,8 @@ class SectionText:
     indexed. ``pages``: the first and last page the text came from (converted PDFs only).
     """
 
-    ref: Ref
-    doc_id: str
-    node_id: str | None
-    title: str
-    path: tuple[str, ...]
-    start_line: int
-    end_line: int
-    text: str
     pages: tuple[int, int] | None = None
+    ref: Ref = field(kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the HTTP and MCP payload): ``ref`` as text, ``path`` a list."""
@@ -214,9 +229,9 @@ def open_ref(tree: Tree, ref: Ref, pages: tuple[int, ...] = ()) -> SectionText:
             found = tree.get(ref.fragment)
         except KeyError:
             raise NotFoundError(f"{tree.doc_id}: no section {ref.fragment!r}") from None
-        return SectionText(ref, tree.doc_id, found.node_id, found.title, tree.breadcrumb(found),
+        return SectionText(tree.doc_id, found.node_id, found.title, tree.breadcrumb(found),
                            found.start + 1, found.end, tree.section_text(found),
-                           page_span(pages, found.start + 1, found.end))
+                           page_span(pages, found.start + 1, found.end), ref=ref)
     if ref.pages is not None:
         a, b = _page_lines(tree.doc_id, ref, pages, n)
     else:
@@ -228,8 +243,8 @@ def open_ref(tree: Tree, ref: Ref, pages: tuple[int, ...] = ()) -> SectionText:
     node = tree.node_at(a - 1) if tree.nodes else None
     title = (node.title if node is not None else "") or tree.title
     path = tree.breadcrumb(node) if node is not None else (tree.title,)
-    return SectionText(ref, tree.doc_id, None, title, path, a, b, tree.slice(a - 1, b),
-                       page_span(pages, a, b))
+    return SectionText(tree.doc_id, None, title, path, a, b, tree.slice(a - 1, b),
+                       page_span(pages, a, b), ref=ref)
 
 
 def _page_lines(doc_id: str, ref: Ref, pages: tuple[int, ...], n: int) -> tuple[int, int]:

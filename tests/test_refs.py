@@ -156,8 +156,8 @@ def test_the_librarys_node_ids_never_read_as_lines_or_pages() -> None:
 def test_open_a_node_lines_and_pages_in_a_tree() -> None:
     tree = build_tree("intro\n# Title\n\n## Part\none\ntwo\n", "doc.md")
     whole = open_ref(tree, Ref.parse("doc.md#0000"))
-    assert whole == SectionText(Ref("doc.md", "0000"), "doc.md", "0000", "Title", ("Title",),
-                                2, 6, "# Title\n\n## Part\none\ntwo\n")
+    assert whole == SectionText("doc.md", "0000", "Title", ("Title",), 2, 6,
+                                "# Title\n\n## Part\none\ntwo\n", ref=Ref("doc.md", "0000"))
     part = open_ref(tree, Ref("doc.md", lines=(5, 6)))
     assert (part.node_id, part.title, part.path, part.text) == (
         None, "Part", ("Title", "Part"), "one\ntwo\n")

@@ -50,19 +50,17 @@ if TYPE_CHECKING:
     from .sentence_transformers import SentenceTransformerEmbedder
     from .static import StaticEmbedder
 
-# Public name -> the module that defines it (imported on first attribute access).
+# Module -> the public names it defines (each imported on first attribute access).
 _LAZY = {
-    "Bf16Embedder": "bf16",
-    "CachedEmbedder": "cache",
-    "Embedder": "base",
-    "GeminiEmbedder": "gemini",
-    "HashEmbedder": "hashing",
-    "OnnxEmbedder": "onnx",
-    "SentenceTransformerEmbedder": "sentence_transformers",
-    "StaticEmbedder": "static",
-    "default_embedder": "factory",
-    "embedder_from_id": "factory",
-    "make_embedder": "factory",
+    "bf16": ("Bf16Embedder",),
+    "cache": ("CachedEmbedder",),
+    "base": ("Embedder",),
+    "gemini": ("GeminiEmbedder",),
+    "hashing": ("HashEmbedder",),
+    "onnx": ("OnnxEmbedder",),
+    "sentence_transformers": ("SentenceTransformerEmbedder",),
+    "static": ("StaticEmbedder",),
+    "factory": ("default_embedder", "embedder_from_id", "make_embedder"),
 }
 
 
@@ -70,15 +68,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [
-    "Bf16Embedder",
-    "CachedEmbedder",
-    "Embedder",
-    "GeminiEmbedder",
-    "HashEmbedder",
-    "OnnxEmbedder",
-    "SentenceTransformerEmbedder",
-    "StaticEmbedder",
-    "default_embedder",
-    "embedder_from_id",
-    "make_embedder",
+    "Bf16Embedder", "CachedEmbedder", "Embedder", "GeminiEmbedder", "HashEmbedder",
+    "OnnxEmbedder", "SentenceTransformerEmbedder", "StaticEmbedder", "default_embedder",
+    "embedder_from_id", "make_embedder",
 ]

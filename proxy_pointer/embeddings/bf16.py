@@ -18,8 +18,6 @@ it shares the float32 model's ``model_id``. Speed and quality:
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +25,9 @@ import numpy as np
 
 from .. import bundled
 from ..errors import EmbeddingError
-from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
-from .base import as_text_list, embed_by_length
 from .folder import (
+    FolderEmbedder,
     batch_tokenizer,
-    check_layout,
-    hidden_size,
-    max_seq_length,
-    model_folder,
     quiet_weight_loading,
 )
 
@@ -44,7 +37,7 @@ __all__ = ["PAD_MULTIPLE", "Bf16Embedder"]
 PAD_MULTIPLE = 16
 
 
-class Bf16Embedder:
+class Bf16Embedder(FolderEmbedder):
     """A sentence-transformers folder on PyTorch with bfloat16 weights (default: the bundled
     MiniLM). ``batch_size``: texts per forward pass after sorting by length (16: indexing
     financebench-dev took 142 s at 16 and 149-171 s at 8 on two cores, for ~100 MiB more).
@@ -53,31 +46,17 @@ class Bf16Embedder:
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *,
                  batch_size: int = 16) -> None:
-        self._folder = Path(model).expanduser() if model is not None else None
-        self.batch_size = batch_size
+        super().__init__(model, batch_size)
         self._model: Any = None
-        self._tokenizer: Any = None
-        self._lock = threading.Lock()
         name = bundled.NAME if model is None else os.fspath(model)
         self.model_id = f"sentence-transformers:{name}"
-        source = None if model is None else self._source()
-        self.dimension = bundled.DIMENSION if source is None else hidden_size(source)
-        self.max_tokens = bundled.MAX_TOKENS if source is None else max_seq_length(source)
-        self.tokenizer: TokenCounter = (WORD_PIECES if source is None
-                                        else TokenizerFile(source / "tokenizer.json"))
 
     def __repr__(self) -> str:
         return f"Bf16Embedder({self.model_id!r})"
 
-    def _source(self) -> Path:
-        return model_folder(self._folder)
+    backend = "bfloat16 backend"
 
-    def _load(self) -> None:
-        if self._model is not None:
-            return
-        folder = self._source()
-        check_layout(folder, "bfloat16 backend")
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    def _open(self, folder: Path) -> None:
         try:
             import tokenizers  # noqa: F401  (batch_tokenizer's)
             import torch
@@ -94,14 +73,6 @@ class Bf16Embedder:
             raise EmbeddingError(f"cannot load {folder} in bfloat16: {exc}") from exc
         self._tokenizer = tokenizer
         self._model = model
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm float32 vectors, shape ``(len(texts), dimension)``, in input order."""
-        items = as_text_list(texts)
-        if items:
-            with self._lock:
-                self._load()
-        return embed_by_length(items, self.dimension, self.batch_size, self._run)
 
     def _run(self, batch: list[str]) -> np.ndarray:
         import torch
@@ -120,9 +91,3 @@ class Bf16Embedder:
         weights = mask[..., None].float()
         pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
         return pooled.numpy()
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """Vector of one query; this model embeds queries and passages alike."""
-        if not isinstance(text, str):
-            raise TypeError(f"embed_query() takes a string, got {type(text).__name__}")
-        return self.embed_documents([text])[0]

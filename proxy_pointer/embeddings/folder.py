@@ -2,22 +2,90 @@
 
 ONNX Runtime (:mod:`.onnx`) and PyTorch in bfloat16 (:mod:`.bf16`) run the transformer of a
 Transformer -> mean Pooling [-> Normalize] folder and pool its output themselves; this is
-what both read from the folder's config files, and how both load weights quietly.
+what both read from the folder's config files, how both load weights quietly, and the
+embedder both are (:class:`FolderEmbedder`: they differ only in how a batch runs).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+import os
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import bundled
 from ..errors import EmbeddingError
+from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
+from .base import as_text_list, embed_by_length
 
-__all__ = ["batch_tokenizer", "check_layout", "hidden_size", "max_seq_length", "model_folder",
-           "quiet_weight_loading", "read_json"]
+__all__ = ["FolderEmbedder", "batch_tokenizer", "check_layout", "hidden_size", "max_seq_length",
+           "model_folder", "quiet_weight_loading", "read_json"]
+
+
+class FolderEmbedder:
+    """A sentence-transformers folder run by this package (default: the bundled MiniLM):
+    ``dimension``, ``max_tokens`` and ``tokenizer`` read from the folder, the model loaded
+    once on first use (under a lock), texts embedded sorted by length in ``batch_size``
+    batches, a query embedded as a passage. A backend sets ``model_id`` and implements
+    ``_load`` and ``_run`` (one batch -> mean-pooled float32 rows)."""
+
+    model_id: str
+    #: How messages name the backend ("ONNX backend").
+    backend = "embedding backend"
+
+    def __init__(self, model: str | os.PathLike[str] | None, batch_size: int) -> None:
+        self._folder = Path(model).expanduser() if model is not None else None
+        self.batch_size = batch_size
+        self._tokenizer: Any = None
+        self._loaded = False
+        self._lock = threading.Lock()
+        source = None if model is None else self._source()
+        self.dimension = bundled.DIMENSION if source is None else hidden_size(source)
+        self.max_tokens = bundled.MAX_TOKENS if source is None else max_seq_length(source)
+        self.tokenizer: TokenCounter = (WORD_PIECES if source is None
+                                        else TokenizerFile(source / "tokenizer.json"))
+
+    def _source(self) -> Path:
+        return model_folder(self._folder)
+
+    def _load(self) -> None:
+        """Open the model once (the caller holds the lock)."""
+        if self._loaded:
+            return
+        folder = self._source()
+        check_layout(folder, self.backend)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        self._open(folder)
+        self._loaded = True
+
+    def _open(self, folder: Path) -> None:
+        """Load the model and tokenizer of ``folder``; :class:`EmbeddingError` when not."""
+        raise NotImplementedError
+
+    def _run(self, batch: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm float32 vectors, shape ``(len(texts), dimension)``, in input order."""
+        items = as_text_list(texts)
+        if items:
+            with self._lock:
+                self._load()
+        # No lock around the runs (ONNX Runtime sessions, PyTorch modules in inference mode
+        # and the tokenizer are safe to call from several threads): a server's queries are
+        # not held behind a long document batch that an update embeds meanwhile.
+        return embed_by_length(items, self.dimension, self.batch_size, self._run)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Vector of one query; this model embeds queries and passages alike."""
+        if not isinstance(text, str):
+            raise TypeError(f"embed_query() takes a string, got {type(text).__name__}")
+        return self.embed_documents([text])[0]
 
 
 @contextlib.contextmanager

@@ -24,7 +24,6 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +31,9 @@ import numpy as np
 
 from .. import bundled, defaults
 from ..errors import ConfigError, EmbeddingError
-from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
-from .base import as_text_list, embed_by_length
 from .folder import (
+    FolderEmbedder,
     batch_tokenizer,
-    check_layout,
-    hidden_size,
-    max_seq_length,
-    model_folder,
     quiet_weight_loading,
 )
 
@@ -136,7 +130,7 @@ def _export(folder: Path, target: Path, quantize: str | None) -> None:
         raw.unlink(missing_ok=True)
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(FolderEmbedder):
     """A sentence-transformers folder run by ONNX Runtime; by default the bundled MiniLM.
 
     ``model``: None for the bundled all-MiniLM-L6-v2, or a local sentence-transformers folder
@@ -160,28 +154,18 @@ class OnnxEmbedder:
             raise ConfigError(f"quantize must be one of {_QUANTIZE}, got {quantize!r}")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self._folder = Path(model).expanduser() if model is not None else None
+        super().__init__(model, batch_size)
         self.quantize = quantize
-        self.batch_size = batch_size
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._quiet = quiet
         self._session: Any = None
-        self._tokenizer: Any = None
         self._inputs: list[str] = []
-        self._lock = threading.Lock()
         name = bundled.NAME if model is None else os.fspath(model)
         self.model_id = (f"sentence-transformers:{name}" if quantize is None
                          else f"onnx-int8:{name}")
-        self.dimension = bundled.DIMENSION if model is None else hidden_size(self._source())
-        self.max_tokens = bundled.MAX_TOKENS if model is None else max_seq_length(self._source())
-        self.tokenizer: TokenCounter = (WORD_PIECES if model is None
-                                        else TokenizerFile(self._source() / "tokenizer.json"))
 
     def __repr__(self) -> str:
         return f"OnnxEmbedder({self.model_id!r})"
-
-    def _source(self) -> Path:
-        return model_folder(self._folder)
 
     def model_file(self) -> Path:
         """Path of the exported ONNX file, exporting it first if it is not cached."""
@@ -209,12 +193,9 @@ class OnnxEmbedder:
             tmp.unlink(missing_ok=True)
         return target
 
-    def _load(self) -> None:
-        if self._session is not None:
-            return
-        folder = self._source()
-        check_layout(folder, "ONNX backend")
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    backend = "ONNX backend"
+
+    def _open(self, folder: Path) -> None:
         try:
             import onnxruntime as ort
             import tokenizers  # noqa: F401  (batch_tokenizer's)
@@ -245,17 +226,6 @@ class OnnxEmbedder:
         self._tokenizer = tokenizer
         self._session = session
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm float32 vectors, shape ``(len(texts), dimension)``, in input order."""
-        items = as_text_list(texts)
-        if items:
-            with self._lock:
-                self._load()
-        # No lock around the runs (an ONNX Runtime session and the tokenizer are safe to
-        # call from several threads): a server's queries are not held behind a long
-        # document batch that an update embeds meanwhile.
-        return embed_by_length(items, self.dimension, self.batch_size, self._run)
-
     def _run(self, batch: list[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(batch)
         arrays = {
@@ -269,9 +239,3 @@ class OnnxEmbedder:
             raise EmbeddingError(f"embedding with {self.model_id} failed: {exc}") from exc
         mask = arrays["attention_mask"][..., None].astype(np.float32)
         return (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """Vector of one query; this model embeds queries and passages alike."""
-        if not isinstance(text, str):
-            raise TypeError(f"embed_query() takes a string, got {type(text).__name__}")
-        return self.embed_documents([text])[0]

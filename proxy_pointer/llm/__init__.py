@@ -33,17 +33,13 @@ if TYPE_CHECKING:
     from .openai_compatible import DEFAULT_OPENAI_BASE_URL, OpenAICompatibleLLM
     from .scripted import ScriptedLLM
 
-# Public name -> the module that defines it (imported on first attribute access).
+# Module -> the public names it defines (each imported on first attribute access).
 _LAZY = {
-    "DEFAULT_GEMINI_MODEL": "gemini",
-    "DEFAULT_OPENAI_BASE_URL": "openai_compatible",
-    "LLM": "base",
-    "GeminiLLM": "gemini",
-    "LLMReply": "base",
-    "OpenAICompatibleLLM": "openai_compatible",
-    "ScriptedLLM": "scripted",
-    "llm_from_env": "factory",
-    "make_llm": "factory",
+    "gemini": ("DEFAULT_GEMINI_MODEL", "GeminiLLM"),
+    "openai_compatible": ("DEFAULT_OPENAI_BASE_URL", "OpenAICompatibleLLM"),
+    "base": ("LLM", "LLMReply"),
+    "scripted": ("ScriptedLLM",),
+    "factory": ("llm_from_env", "make_llm"),
 }
 
 
@@ -51,13 +47,6 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [
-    "DEFAULT_GEMINI_MODEL",
-    "DEFAULT_OPENAI_BASE_URL",
-    "LLM",
-    "GeminiLLM",
-    "LLMReply",
-    "OpenAICompatibleLLM",
-    "ScriptedLLM",
-    "llm_from_env",
-    "make_llm",
+    "DEFAULT_GEMINI_MODEL", "DEFAULT_OPENAI_BASE_URL", "LLM", "GeminiLLM", "LLMReply",
+    "OpenAICompatibleLLM", "ScriptedLLM", "llm_from_env", "make_llm",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -184,33 +184,29 @@ class Reader:
         """How dense search runs (exact or approximate), fixed for this reader."""
         return self._vector_config
 
-    @property
-    def recover_headings(self) -> bool:
-        """Whether trees of documents stored without one are parsed with heading recovery."""
-        return self._recover_headings
-
     def configured(self, vector_config: VectorIndexConfig) -> Reader:
         """A reader of the same generation whose dense search runs as ``vector_config``
         says (this one is unchanged); it keeps the trees and line counts read so far."""
-        nxt = Reader(self.segments, self._embedder, vector_config=vector_config,
-                     recover_headings=self._recover_headings, version=self._version)
-        with self._lock:
-            nxt._trees.update(self._trees)
-            nxt._line_tokens.update(self._line_tokens)
-        return nxt
+        return self._derive(self.segments, vector_config, self._version, lambda d: True)
 
     def successor(self, segments: SegmentSet) -> Reader:
         """A reader of ``segments``, the next generation: it keeps the trees and line
         counts of documents whose record is unchanged, and nothing else derived."""
         old = self.segments
-        nxt = Reader(segments, self._embedder, vector_config=self._vector_config,
-                     recover_headings=self._recover_headings, version=self._version + 1)
+
+        def unchanged(d: str) -> bool:
+            return d in segments and d in old and (segments.segment_of(d).record(d).sha256
+                                                   == old.segment_of(d).record(d).sha256)
+
+        return self._derive(segments, self._vector_config, self._version + 1, unchanged)
+
+    def _derive(self, segments: SegmentSet, vector_config: VectorIndexConfig, version: int,
+                keep: Callable[[str], bool]) -> Reader:
+        """A new reader with the trees (and line counts) of the documents ``keep`` names."""
+        nxt = Reader(segments, self._embedder, vector_config=vector_config,
+                     recover_headings=self._recover_headings, version=version)
         with self._lock:
-            kept = [(d, t) for d, t in self._trees.items()
-                    if d in segments and d in old
-                    and segments.segment_of(d).record(d).sha256
-                    == old.segment_of(d).record(d).sha256]
-            nxt._trees.update(kept)
+            nxt._trees.update((d, t) for d, t in self._trees.items() if keep(d))
             nxt._line_tokens.update(
                 (d, c) for d, c in self._line_tokens.items() if d in nxt._trees)
         return nxt

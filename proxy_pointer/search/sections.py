@@ -12,13 +12,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..convert.base import page_label
-from ..refs import Ref
+from ..refs import Location, Ref
 
 __all__ = ["Section"]
 
 
 @dataclass(frozen=True)
-class Section:
+class Section(Location):
     """One retrieved piece of context: a whole section (or a fallback window) of a document.
 
     ``start_line`` and ``end_line`` are 1-based and inclusive, as shown to people, and refer
@@ -38,13 +38,6 @@ class Section:
     cut at a threshold (whose cost depends on the corpus: benchmarks/bench_relevance.py).
     """
 
-    doc_id: str
-    node_id: str | None
-    title: str
-    path: tuple[str, ...]
-    start_line: int
-    end_line: int
-    text: str
     score: float
     tokens: int = 0
     trimmed: bool = False
@@ -63,10 +56,6 @@ class Section:
         """The citation key (:class:`~proxy_pointer.refs.Ref`): ``doc_id#node_id``, or for a
         fallback window its lines, ``doc_id#L<start_line>-<end_line>``."""
         return str(Ref.of_section(self.doc_id, self.node_id, self.start_line, self.end_line))
-
-    @property
-    def breadcrumb(self) -> str:
-        return " > ".join(self.path)
 
     @property
     def where(self) -> str:
