@@ -51,13 +51,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..errors import ConfigError
 from ..llm.base import LLM
+from ..vocab.keys import bare_title
 from .tree import Node, Tree
 
 __all__ = [
@@ -69,7 +69,6 @@ __all__ = [
     "classify_with_llm",
     "match_title",
     "noise_labels",
-    "normalize_title",
 ]
 
 log = logging.getLogger(__name__)
@@ -250,7 +249,7 @@ class NoiseConfig:
                 extra = tuple(re.compile(p) for p in self.extra_patterns)
             except re.error as e:
                 raise ConfigError(f"noise pattern does not compile: {e}") from e
-            titles = frozenset(normalize_title(t) for t in self.extra_titles)
+            titles = frozenset(bare_title(t) for t in self.extra_titles)
             compiled.insert(0, (CUSTOM, self.extra_scope, titles, extra))
         object.__setattr__(self, "_compiled", tuple(compiled))
 
@@ -320,54 +319,11 @@ class NoiseDecision:
     inherited_from: str | None = None
 
 
-# --- normalization --------------------------------------------------------------------
-_MARKUP_RE = re.compile(r"[*_`~#\[\]<>|]")
-_CONT_RE = re.compile(
-    r"\s*(?:[\(\[]\s*(?:continued|continuation|cont'?d|cont\.?|suite|fortsetzung|forts\.?"
-    r"|continuacion|continuacao|continua|segue|续|續|接上页)\s*[\)\]]"
-    r"|[,:\-–—]?\s*(?:continued|cont'd|contd|cont\.))\s*$"
-)
-_NUM_RE = re.compile(
-    r"^(?:"
-    r"(?:chapter|section|part|appendix|annex|annexe|anexo|apendice|anhang|kapitel|chapitre"
-    r"|capitulo|capitolo|allegato|item)\s+[0-9a-z]{1,6}(?:\.[0-9a-z]+)*\s*[.:)\-–—]?\s+"
-    r"|[0-9]+(?:[.．][0-9]+)*(?:[.．):、\-–—]\s*|\s+)"
-    r"|\(?[ivxlcdm]{1,7}[.):]\s*"
-    r"|\(?[a-z][.)]\s*"
-    r"|\([0-9a-z]{1,4}\)\s*"
-    r"|第[一二三四五六七八九十百零〇0-9]+[章节節部分篇]\s*"
-    r"|[一二三四五六七八九十]+[、.．]\s*"
-    r"|(?:附录|附錄)\s*[a-z0-9一二三四五六七八九十]*\s*[:：.、]?\s*"
-    r")"
-)
-_PUNCT_RE = re.compile(r"[^\w\s]+")
-
-
-def normalize_title(title: str) -> str:
-    """The comparable form of a heading title (see the module docstring).
-
-    >>> normalize_title("**7. References (continued)**")
-    'references'
-    >>> normalize_title("VII. Índice")
-    'indice'
-    """
-    s = unicodedata.normalize("NFKC", title).casefold()
-    s = _MARKUP_RE.sub(" ", s)
-    s = "".join(ch for ch in unicodedata.normalize("NFKD", s) if not unicodedata.combining(ch))
-    s = s.replace("’", "'").strip(" \t:.-–—;,")
-    for _ in range(3):  # "Appendix A. 1. References": peel a few layers, never loop forever
-        new = _CONT_RE.sub("", _NUM_RE.sub("", s, count=1)).strip(" \t:.-–—;,")
-        if new == s or not new:
-            break
-        s = new
-    return " ".join(_PUNCT_RE.sub(" ", s).replace("_", " ").split())
-
-
 def match_title(title: str, config: NoiseConfig | None = None) -> tuple[str, Scope, str] | None:
     """``(category, scope, matched form)`` if ``title`` names a noise section, else None."""
     config = config or NoiseConfig()
-    norm = normalize_title(title)
-    if not norm or norm in {normalize_title(t) for t in config.keep_titles}:
+    norm = bare_title(title)
+    if not norm or norm in {bare_title(t) for t in config.keep_titles}:
         return None
     m = config.match_normalized(norm)
     return (m[0], m[1], norm) if m else None

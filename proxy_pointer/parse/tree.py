@@ -46,6 +46,7 @@ from typing import Any
 
 from ..convert.base import page_label, page_span
 from ..errors import ConfigError, DocumentError, IndexCorruptError
+from ..vocab.keys import heading_key
 from .headings import Heading, find_headings
 
 __all__ = [
@@ -65,10 +66,8 @@ __all__ = [
 PREAMBLE_ID = "preamble"
 
 
-def normalize_title(title: str) -> str:
-    """A heading title as filters compare it: inline markup dropped, spaces collapsed,
-    case-folded (``"**Item 7.**  MD&A"`` -> ``"item 7. md&a"``)."""
-    return " ".join(re.sub(r"[*_`#]", "", title).split()).casefold()
+#: A heading title as filters compare it (:func:`~proxy_pointer.vocab.keys.heading_key`).
+normalize_title = heading_key
 
 #: ``format`` value of :meth:`Tree.to_dict` output; bumped when the layout changes.
 TREE_FORMAT = "proxy-pointer-tree/1"

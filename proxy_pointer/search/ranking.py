@@ -37,12 +37,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from ..refs import Ref
+from ..vocab.keys import singular, title_words
 from .config import MODES
 
 if TYPE_CHECKING:
@@ -151,26 +151,9 @@ def boost_titles(index: Corpus, ranked: list[tuple[int, float]], query: np.ndarr
 
 # a word of a title, a question or a section (letters of any script, digits)
 _WORD = re.compile(r"\w+")
-# words a title may carry without naming anything in particular
-_TITLE_FILLER = frozenset({
-    "a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "our",
-    "the", "to", "with", "consolidated", "condensed", "combined", "unaudited", "interim"})
-
-
 # what a document calls its parts: a question naming one asks for that part
 _PARTS = frozenset({"statement", "sheet", "report", "schedule", "table", "note", "appendix",
                     "exhibit", "annex", "summary", "glossary", "index", "letter"})
-
-
-def _stem(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") else word
-
-
-@lru_cache(maxsize=1 << 14)
-def title_words(title: str) -> frozenset[str]:
-    """The words a heading names something by: lower-case, plural ``s`` dropped, without
-    fillers ("Consolidated Statements of Cash Flows" -> statement, cash, flow)."""
-    return frozenset(_stem(w) for w in _WORD.findall(title.lower())) - _TITLE_FILLER
 
 
 def boost_named(index: Corpus, ranked: list[tuple[int, float]], question: str, depth: int
@@ -183,7 +166,7 @@ def boost_named(index: Corpus, ranked: list[tuple[int, float]], question: str, d
     sheet" names "Consolidated Balance Sheets". A topic title ("Message Passing
     Framework") is left to the search: a question on a topic is not a request for that
     section. Only the first ``depth`` rows are looked at."""
-    words = {_stem(w) for w in _WORD.findall(question.lower())}
+    words = {singular(w) for w in _WORD.findall(question.lower())}
     top = ranked[:depth]
     crumbs = index.crumbs([r for r, _ in top]) if top else []
     named = {r for (r, _), c in zip(top, crumbs, strict=True)

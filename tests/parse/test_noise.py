@@ -17,9 +17,9 @@ from proxy_pointer.parse.noise import (
     classify_with_llm,
     match_title,
     noise_labels,
-    normalize_title,
 )
 from proxy_pointer.parse.tree import build_tree
+from proxy_pointer.vocab.keys import bare_title
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "chunking"
 SHARED_10K = Path(__file__).resolve().parents[3] / "shared" / "data" / "finance-10k" / "docs"
@@ -111,12 +111,12 @@ def test_content_titles_do_not_match(title):
     assert match_title(title) is None
 
 
-def test_normalize_title():
-    assert normalize_title("**7. References (continued)**") == "references"
-    assert normalize_title("VII. Índice") == "indice"
-    assert normalize_title("Item 1A. Risk Factors") == "risk factors"
-    assert normalize_title("2022") == "2022"
-    assert normalize_title("Table des matières :") == "table des matieres"
+def test_bare_title():
+    assert bare_title("**7. References (continued)**") == "references"
+    assert bare_title("VII. Índice") == "indice"
+    assert bare_title("Item 1A. Risk Factors") == "risk factors"
+    assert bare_title("2022") == "2022"
+    assert bare_title("Table des matières :") == "table des matieres"
 
 
 def test_executive_summary_can_be_enabled():

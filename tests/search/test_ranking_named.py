@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy_pointer.search.ranking import boost_named, title_words
+from proxy_pointer.search.ranking import boost_named
+from proxy_pointer.vocab.keys import title_words
 
 TITLES = {0: "Liquidity and Capital Resources", 1: "Overview", 2: "Income Taxes",
           3: "Consolidated Statements of Cash Flows", 4: "Consolidated Balance Sheets"}

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ...vocab.filings import FILINGS
+from ...vocab.keys import title_key
 from ..numbering import TOP_RANK, numbering_rank
 from .lines import Line, holds_table, is_toc_line
 
@@ -51,7 +52,6 @@ __all__ = [
     "read_entries",
     "set_depths",
     "split_title",
-    "title_key",
 ]
 
 _PAGE_AT_END = re.compile(r"(?:\s*[.\u2026]{2,}\s*|\s+)(\d{1,4})$")
@@ -73,20 +73,9 @@ _CONTINUED = re.compile(r"\bcontinued\b|\(cont(?:'d|\.)?\)", re.IGNORECASE)
 _CAPTION_LINES = 8  # a statement's title is among the first lines of its page
 _LABEL = re.compile(r"^\s*(?:part|item|note|section|chapter|article)\s+(?=[\divxlc]+[a-z]?\b)",
                     re.IGNORECASE)
-_WORD = re.compile(r"[a-z0-9]+")
 _INDENT = 3.0  # points: indentations closer than this are the same column
 _NEARBY = (0, 1, -1, 2)  # pages tried around the computed one, in order
 _MIN_KEY = 4  # characters of key a title needs to be looked for at all
-
-
-@lru_cache(maxsize=1 << 16)  # a page's lines are compared with every entry that names it
-def title_key(text: str) -> str:
-    """A title's key for tolerant matching: lower-case letters and digits only, each word's
-    plural ``s`` and a possessive ``'s`` dropped ("Statements of Cash Flows" and
-    "STATEMENT OF CASH FLOW" share one key)."""
-    words = (w[:-1] if len(w) > 3 and w.endswith("s") else w
-             for w in _WORD.findall(text.lower()))
-    return "".join(w for w in words if w != "s")
 
 
 @dataclass(slots=True)

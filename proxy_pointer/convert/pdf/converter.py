@@ -30,10 +30,12 @@ import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
 
 from ...documents import CONVERTED_FORMATS
+from ...parse.rows import is_table_row
+from ...vocab.keys import alnum
 from ..base import ConversionError, Converted
 from .contents import Placement, place_contents, place_statements
 from .layout import layout_headings
-from .lines import BULLET, Line, Reader, alnum, drop_running_lines, is_table_row, is_toc_page
+from .lines import BULLET, Line, Reader, drop_running_lines, is_toc_page
 from .tables import group_tables
 
 __all__ = ["PdfConverter"]

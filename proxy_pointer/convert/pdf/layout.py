@@ -16,17 +16,9 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import pairwise
 
+from ...parse.rows import CELL, is_table_row, numbers
 from ..numbering import TOP_RANK, numbering_rank
-from .lines import (
-    BULLET,
-    CELL,
-    TOC_TITLE,
-    Line,
-    holds_table,
-    is_table_row,
-    is_toc_line,
-    numbers,
-)
+from .lines import BULLET, TOC_TITLE, Line, holds_table, is_toc_line
 
 __all__ = ["HEADING_SIZE", "TITLE_SIZE", "WRAP_EMS", "layout_headings"]
 

@@ -35,21 +35,18 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
 
-__all__ = ["BULLET", "CELL", "NUMBER", "TABLE_PAGE_ROWS", "TOC_TITLE", "Line", "Reader", "alnum",
-           "drop_running_lines", "holds_table", "is_table_row", "is_toc_line", "is_toc_page",
-           "numbers"]
+from ...parse.rows import is_table_row
+
+__all__ = ["BULLET", "TABLE_PAGE_ROWS", "TOC_TITLE", "Line", "Reader", "drop_running_lines",
+           "holds_table", "is_toc_line", "is_toc_page"]
 
 _BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|,b", re.IGNORECASE)
-#: An amount or number in running text: "1,234", "(5.6)", "$7", "12%".
-NUMBER = re.compile(r"(?<![A-Za-z])\(?\$?\d[\d,.]*\)?%?(?![A-Za-z])")
 _PAGE_NUMBER = re.compile(r"^(?:page\s+)?[-–—]?\s*(?:\d{1,4}|[ivxlc]{1,7})\s*[-–—]?"
                           r"(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)
 _DIGITS = re.compile(r"(\d{1,4})")
 _PAGE_REF = re.compile(r"(?:\s*\.{2,}\s*|\s+)(?:\d{1,4}|[ivxlc]{1,6})$")
 TOC_TITLE = re.compile(r"^(?:table\s+of\s+)?contents$|^index$", re.IGNORECASE)
 BULLET = re.compile(r"^(?:[•▪●◦\-–*]|\(?[a-z0-9]{1,3}\)|\d{1,2}\.)\s")
-CELL = re.compile(r"^(?:\(?\$?\d[\d,.]*\)?%?|[-–—]+|n/?m|n/?a)$", re.IGNORECASE)
-_CURRENCY = {"$", "€", "£", "%"}
 _EDGE = 3  # lines at the top and bottom of a page that may be running headers/footers
 TABLE_PAGE_ROWS = 6  # table rows from which a page holds a table (a statement's page)
 RUNNING_SHARE = 0.2  # share of text pages (and at least 3) an edge line repeats on to be noise
@@ -82,14 +79,6 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"\d+", "#", text.lower()).split())
 
 
-def alnum(text: str) -> str:
-    return re.sub(r"[^0-9a-z]+", "", text.lower())
-
-
-def numbers(text: str) -> int:
-    return len(NUMBER.findall(text))
-
-
 def _in_word(ch: str) -> bool:
     """A glyph a tracked word is made of: a letter, an apostrophe or a hyphen."""
     return ch.isalpha() or ch in "'’-"
@@ -109,15 +98,6 @@ def _suspect(text: str) -> bool:
 def holds_table(lines: list[Line]) -> bool:
     """Whether a page holds a table: at least ``TABLE_PAGE_ROWS`` table rows."""
     return sum(1 for ln in lines if is_table_row(ln.text)) >= TABLE_PAGE_ROWS
-
-
-def is_table_row(text: str) -> bool:
-    """A line ending in two numbers (or dashes), or mostly numbers: a table row."""
-    tokens = [t for t in text.split() if t not in _CURRENCY]
-    if len(tokens) >= 2 and all(CELL.match(t) for t in tokens[-2:]):
-        return True
-    n = numbers(text)
-    return n >= 2 and 3 * n >= len(tokens)
 
 
 class Reader:

@@ -1,15 +1,15 @@
 """Grouping a PDF page's blocks into tables: one block per table, its column header on top.
 
 The PDF converter writes a page as blocks: headings, paragraphs and runs of table rows (one
-row per line, :func:`~.lines.is_table_row`). A financial statement comes out in pieces
-that way: its label lines without numbers ("Current assets", "Cash flows from investing
-activities") are paragraphs that cut the rows apart, and the lines above the first row that
-say what the columns are ("Years ended December 31", "(Millions)", "2022 2021") are blocks of
-their own. Retrieval then hands over rows without the header that says which year a number
-belongs to. :func:`group_tables` joins them back: a table is its header lines (at most
-``_HEAD_LINES`` short lines that are not prose, just above its first row) + its runs of rows
-+ the short label lines between two runs, written as consecutive lines (one row per line).
-Headings and prose paragraphs (long, or ending a sentence) are never taken in.
+row per line, :func:`~proxy_pointer.parse.rows.is_table_row`). A financial statement comes
+out in pieces that way: its label lines without numbers ("Current assets", "Cash flows from
+investing activities") are paragraphs that cut the rows apart, and the lines above the first
+row that say what the columns are ("Years ended December 31", "(Millions)", "2022 2021") are
+blocks of their own. Retrieval then hands over rows without the header that says which year
+a number belongs to. :func:`group_tables` joins them back: a table is its header lines (at
+most ``_HEAD_LINES`` short lines that are not prose, just above its first row) + its runs of
+rows + the short label lines between two runs, written as consecutive lines (one row per
+line). Headings and prose paragraphs (long, or ending a sentence) are never taken in.
 """
 
 from __future__ import annotations
