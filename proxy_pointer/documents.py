@@ -19,15 +19,24 @@ from pathlib import Path, PurePath
 from .errors import ConfigError, DocumentError
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # characters no doc id may hold
+#: The longest doc id a client may send with inline text.
+MAX_SENT_DOC_ID = 512
+#: A doc id as a citation in an answer spells it (:mod:`~proxy_pointer.search.synthesis`
+#: reads ``[doc_id#node_id, lines a-b]``): a relative path of letters, digits, ``/ . - _``
+#: and even spaces, without ``#``, quotes, backticks or asterisks, not starting with a space.
+CITED_DOC_ID = r"""[^\s#`'"*][^#`'"*]*?"""
 
 __all__ = [
+    "CITED_DOC_ID",
     "CONVERTED_FORMATS",
     "CONVERTED_SUFFIXES",
     "DEFAULT_INCLUDE",
     "DOCUMENT_SUFFIXES",
+    "MAX_SENT_DOC_ID",
     "TEXT_SUFFIXES",
     "SourceFile",
     "check_doc_id",
+    "check_sent_doc_id",
     "discover",
     "doc_id_for",
     "document_kind",
@@ -161,11 +170,24 @@ def escape_doc_id(name: str) -> str:
 
 def check_doc_id(doc_id: str) -> str:
     """``doc_id`` when it is a usable id given directly (``Index.add_text``): a non-empty
-    string without control characters; :class:`ConfigError` naming it otherwise (HTTP
-    refuses the same ids)."""
+    string without control characters; :class:`ConfigError` naming it otherwise."""
     if not isinstance(doc_id, str) or not doc_id or _CONTROL.search(doc_id):
         raise ConfigError(f"bad doc id {doc_id!r}: a doc id is a non-empty name without "
                           "control characters")
+    return doc_id
+
+
+def check_sent_doc_id(doc_id: str) -> str:
+    """``doc_id`` when a client may send it with inline text (HTTP ``POST /index``, MCP):
+    :func:`check_doc_id`'s rule, and a relative ``/``-separated path without empty, ``.``
+    or ``..`` parts and without ``#``, at most ``MAX_SENT_DOC_ID`` characters (the id is
+    shown in refs, prompts and URLs)."""
+    check_doc_id(doc_id)
+    parts = doc_id.split("/")
+    if (len(doc_id) > MAX_SENT_DOC_ID or any(p in ("", ".", "..") for p in parts)
+            or "#" in doc_id):
+        raise ConfigError(f"bad doc id {doc_id!r}: use a relative path like 'notes/a.md' "
+                          f"(no '#', '.' or '..' parts, at most {MAX_SENT_DOC_ID} characters)")
     return doc_id
 
 

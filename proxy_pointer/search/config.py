@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from ..llm.base import LLM
     from ..vocab.synonyms import Synonyms
 
-__all__ = ["EXPANDS", "MODES", "PACKINGS", "TUNING", "Expand", "Limits", "Mode", "Packing",
-           "RetrievalConfig", "Tuning", "check_budget", "check_choice", "check_count",
-           "check_doc_ids", "check_k", "check_question"]
+__all__ = ["EXPANDS", "MAX_QUESTION_CHARS", "MODES", "PACKINGS", "TUNING", "Expand", "Limits",
+           "Mode", "Packing", "RetrievalConfig", "Tuning", "check_budget", "check_choice",
+           "check_count", "check_doc_ids", "check_k", "check_question"]
 
 #: How nodes are ranked as sections (:mod:`.ranking`); the default first. The type serves
 #: schemas (the HTTP request model); the tuple serves checks and the CLI's choices.
@@ -43,12 +43,18 @@ Expand = Literal["section", "own"]
 EXPANDS: tuple[str, ...] = get_args(Expand)
 
 
+#: The longest question searched: a served request over it is refused (``Limits``), the
+#: Python API searches its first ``MAX_QUESTION_CHARS`` characters (the embedder reads about
+#: 1,000; BM25 needs no more).
+MAX_QUESTION_CHARS = 4_000
+
+
 @dataclass(frozen=True)
 class Limits:
     """Bounds on one served request (HTTP, MCP), checked before any work is done; the
     Python API has none."""
 
-    max_question_chars: int = 4_000
+    max_question_chars: int = MAX_QUESTION_CHARS
     max_budget: int = 32_000
     max_k: int = 100
     max_doc_ids: int = 1_000

@@ -27,7 +27,7 @@ from ..refs import Ref
 from ..vocab.filings import FILINGS
 from ..vocab.synonyms import Synonyms
 from ..vocab.understanding import Expansion, understand
-from .config import RetrievalConfig, check_question
+from .config import MAX_QUESTION_CHARS, RetrievalConfig, check_question
 from .expansion import boost_statements
 from .packing import fits_whole, pack_request
 from .ranking import (
@@ -50,8 +50,6 @@ if TYPE_CHECKING:
     from .corpus import Corpus
 
 __all__ = ["Retrieval", "RetrievalConfig", "Retriever", "Section"]
-
-_MAX_QUESTION_CHARS = 20_000  # the embedder reads ~1,000 characters; BM25 needs no more
 
 
 @dataclass(frozen=True)
@@ -129,7 +127,7 @@ class Retriever:
             else:
                 routed = Route()
         timings["route"] = time.perf_counter() - t
-        question = question[:_MAX_QUESTION_CHARS]
+        question = question[:MAX_QUESTION_CHARS]
         ranked, q, expansion = self._understood(question, cfg, rows, timings)
         t = time.perf_counter()
         asked = Query(question, expansion.text(question), q, cfg)

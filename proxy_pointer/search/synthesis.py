@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..convert.base import page_label
+from ..documents import CITED_DOC_ID
 from ..errors import ConfigError
 from ..llm.base import LLM
 from ..parse.tree import split_lines
@@ -192,11 +193,11 @@ class Citation:
 
 
 _BRACKET_RE = re.compile(r"\[([^\[\]\n]*#[^\[\]\n]*)\]")
-# A ref: a doc id (a relative path: letters, digits, / . - _ and even spaces) then '#' and a
-# node id ("0003", "preamble") or a line range ("L12-30" for a fallback window, also written
-# "L12 – L30"). Optional line part after it.
+# A ref: a doc id (documents.CITED_DOC_ID) then '#' and a node id ("0003", "preamble") or a
+# line range ("L12-30" for a fallback window, also written "L12 – L30"). Optional line part
+# after it.
 _REF_RE = re.compile(
-    r"""^[`'"*\s]*(?P<doc>[^\s#`'"*][^#`'"*]*?)
+    r"""^[`'"*\s]*(?P<doc>""" + CITED_DOC_ID + r""")
         \s*\#(?P<node>[Lp]\d+\s*(?:-|–|—|to)\s*[Lp]?\d+
                     |[A-Za-z0-9](?:[\w.-]*[A-Za-z0-9])?)[`'"*]*
         (?:\s*[,:]?\s*(?:lines?|ll?\.|L)\s*(?P<a>\d+)(?:\s*(?:-|–|—|to)\s*L?(?P<b>\d+))?)?

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..access import ANONYMOUS, Access, public_metadata
 from ..convert import page_span
-from ..documents import check_doc_id, discover, resolve_doc_id
+from ..documents import check_sent_doc_id, discover, resolve_doc_id
 from ..errors import ConfigError, NotFoundError, ProxyPointerError
 from ..index import Index
 from ..refs import Ref
@@ -263,7 +263,7 @@ class Service:
         files = self._inside(paths, root)
         names = [doc_id for doc_id, _ in texts]
         for doc_id, text in texts:
-            _check_doc_id(doc_id)
+            check_sent_doc_id(doc_id)
             _check_unicode(text, f"the text of {doc_id!r}")
         found = {s.doc_id for s in discover(files, root=root)} if files else set()
         clash = sorted((found & set(names)) | {d for d in names if names.count(d) > 1})
@@ -386,12 +386,3 @@ def _check_unicode(text: str, what: str) -> None:
                           f"{e.start + 1})") from None
 
 
-def _check_doc_id(doc_id: str) -> None:
-    """A doc id for text sent inline: a relative ``/``-separated path without ``.``/``..``
-    parts or control characters (ids are shown in refs, prompts and URLs; the control
-    characters are :func:`~proxy_pointer.documents.check_doc_id`'s, as every interface's)."""
-    check_doc_id(doc_id)
-    parts = doc_id.split("/")
-    if (len(doc_id) > 512 or any(p in ("", ".", "..") for p in parts) or "#" in doc_id):
-        raise ConfigError(f"bad doc id {doc_id!r}: use a relative path like 'notes/a.md' "
-                          "(no '#', '.' or '..' parts, at most 512 characters)")

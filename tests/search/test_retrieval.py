@@ -286,3 +286,14 @@ def test_relevance_is_the_best_chunks_cosine_in_0_1(index: Index) -> None:
     unrelated = index.retrieve("zzqx vorpal quux", budget=2000, k=1).sections
     assert not unrelated or unrelated[0].relevance < top.relevance
     assert res.to_dict()["contexts"][0]["relevance"] == top.relevance
+
+
+def test_one_question_limit_for_servers_and_the_python_api(index: Index) -> None:
+    """Served requests over MAX_QUESTION_CHARS are refused (Limits); the Python API searches
+    the first MAX_QUESTION_CHARS characters of a longer question."""
+    from proxy_pointer.search.config import MAX_QUESTION_CHARS, Limits
+
+    assert Limits().max_question_chars == MAX_QUESTION_CHARS
+    long = "Which impellers erode? " + "pump " * MAX_QUESTION_CHARS
+    res = index.retrieve(long, budget=300)
+    assert res.question == long[:MAX_QUESTION_CHARS] and res.sections
