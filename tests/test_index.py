@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy_pointer.documents import discover
-from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder
+from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder, RecordingEmbedder
 from proxy_pointer.errors import (
     ConfigError,
     DocumentError,
@@ -248,17 +248,9 @@ def test_stored_copy_is_used_at_query_time(docs: Path, tmp_path: Path) -> None:
 
 
 # --- failures leave everything unchanged ------------------------------------------------------
-class FailingEmbedder(HashEmbedder):
+def failing_embedder() -> RecordingEmbedder:
     """Same ids as HashEmbedder(64), but embedding documents fails."""
-
-    def __init__(self) -> None:
-        super().__init__(64)
-
-    def embed_documents(self, texts):
-        raise EmbeddingError("backend down (test)")
-
-    def embed_query(self, text):
-        return HashEmbedder(64).embed_query(text)
+    return RecordingEmbedder(64, fail_after=0, message="backend down (test)")
 
 
 def test_embedding_error_leaves_memory_and_disk_unchanged(docs: Path, tmp_path: Path) -> None:
@@ -269,7 +261,7 @@ def test_embedding_error_leaves_memory_and_disk_unchanged(docs: Path, tmp_path: 
     _edit_harbor(docs)
     (docs / "new.md").write_text("# New\n\n" + "A brand new document about lanterns. " * 5)
 
-    idx = Index.load(target, embedder=FailingEmbedder())
+    idx = Index.load(target, embedder=failing_embedder())
     before = (dict(idx.reader.documents), idx.reader.chunks, idx.reader.vectors.copy(),
               idx.reader.text("harbor.md"))
     with pytest.raises(EmbeddingError, match="backend down"):
@@ -280,7 +272,7 @@ def test_embedding_error_leaves_memory_and_disk_unchanged(docs: Path, tmp_path: 
     assert idx.retrieve("ferries moor").sections  # still answers from the old contents
 
     with pytest.raises(EmbeddingError):
-        update_directory(target, [docs], embedder=FailingEmbedder())
+        update_directory(target, [docs], embedder=failing_embedder())
     assert current_generation(target) == gen
     assert sorted(p.relative_to(target) for p in target.rglob("*")) == files
 
@@ -349,23 +341,13 @@ def test_mismatched_embedder_is_refused(docs: Path, tmp_path: Path) -> None:
     with pytest.raises(IndexMismatchError, match=r"'hash:64'.*'hash:32'"):
         update_directory(target, [docs], embedder=HashEmbedder(32))
 
-    class Other(HashEmbedder):
-        model_id = "other-model:64"
-
-        def __init__(self) -> None:
-            super().__init__(64)
-            self.model_id = "other-model:64"
-
+    other = RecordingEmbedder(64, model_id="other-model:64")
     with pytest.raises(IndexMismatchError, match=r"built with embedder 'hash:64'.*'other-model"):
-        Index.load(target, embedder=Other())
+        Index.load(target, embedder=other)
 
-    class SameIdOtherSize(HashEmbedder):
-        def __init__(self) -> None:
-            super().__init__(32)
-            self.model_id = "hash:64"
-
+    same_id_other_size = RecordingEmbedder(32, model_id="hash:64")
     with pytest.raises(IndexMismatchError, match="dimension 64, the embedder produces 32"):
-        Index.load(target, embedder=SameIdOtherSize())
+        Index.load(target, embedder=same_id_other_size)
 
 
 def test_other_chunking_settings_are_refused(docs: Path, tmp_path: Path) -> None:

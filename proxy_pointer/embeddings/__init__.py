@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .gemini import GeminiEmbedder
     from .hashing import HashEmbedder
     from .onnx import OnnxEmbedder
+    from .recording import RecordingEmbedder
     from .sentence_transformers import SentenceTransformerEmbedder
     from .static import StaticEmbedder
 
@@ -60,6 +61,7 @@ _LAZY = {
     "onnx": ("OnnxEmbedder",),
     "sentence_transformers": ("SentenceTransformerEmbedder",),
     "static": ("StaticEmbedder",),
+    "recording": ("RecordingEmbedder",),
     "factory": ("default_embedder", "embedder_from_id", "make_embedder"),
 }
 
@@ -69,6 +71,6 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "Bf16Embedder", "CachedEmbedder", "Embedder", "GeminiEmbedder", "HashEmbedder",
-    "OnnxEmbedder", "SentenceTransformerEmbedder", "StaticEmbedder", "default_embedder",
-    "embedder_from_id", "make_embedder",
+    "OnnxEmbedder", "RecordingEmbedder", "SentenceTransformerEmbedder", "StaticEmbedder",
+    "default_embedder", "embedder_from_id", "make_embedder",
 ]

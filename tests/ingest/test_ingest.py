@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder
+from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder, RecordingEmbedder
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.index import Index, IngestProgress
 from proxy_pointer.ingest import (
@@ -219,31 +219,14 @@ def test_cli_bar_shows_bytes_documents_and_chunks(capsys: pytest.CaptureFixture[
 # --- a run killed mid-way resumes from the embedding cache ------------------------------------
 _KILLED_RUN = """
 import sys, time
-from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder
+from proxy_pointer.embeddings import CachedEmbedder, RecordingEmbedder
 from proxy_pointer.index import Index
 
-class SlowHashEmbedder(HashEmbedder):
-    def embed_documents(self, texts):
-        time.sleep(0.15)
-        return super().embed_documents(texts)
-
 docs, cache = sys.argv[1], sys.argv[2]
-Index.build([docs], embedder=CachedEmbedder(SlowHashEmbedder(64), cache),
+Index.build([docs], embedder=CachedEmbedder(RecordingEmbedder(64, delay=0.15), cache),
             batch_bytes=2_000, workers=1)
 print("FINISHED", flush=True)
 """
-
-
-class CountingHashEmbedder(HashEmbedder):
-    """HashEmbedder(64) that counts the texts it embeds."""
-
-    def __init__(self) -> None:
-        super().__init__(64)
-        self.texts = 0
-
-    def embed_documents(self, texts):
-        self.texts += len(texts)
-        return super().embed_documents(texts)
 
 
 def _cached_rows(cache: Path) -> int:
@@ -311,9 +294,9 @@ def test_sigkilled_build_resumes_from_the_cache(tmp_path: Path) -> None:
     assert not any(_alive(w) for w in workers)
 
     cached = _cached_rows(cache)
-    inner = CountingHashEmbedder()
+    inner = RecordingEmbedder(64)
     resumed = Index.build([docs], embedder=CachedEmbedder(inner, cache), workers=0)
     total = len({c.embed_text for c in resumed.reader.chunks})
     assert 0 < cached < total, (cached, total)
-    assert inner.texts == total - cached
+    assert len(inner.texts) == total - cached
     _same(resumed, Index.build([docs], embedder=HashEmbedder(64), workers=0))

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy_pointer.embeddings import Embedder, HashEmbedder, make_embedder
+from proxy_pointer.embeddings import Embedder, HashEmbedder, RecordingEmbedder, make_embedder
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.index import Index, update_directory
 from proxy_pointer.llm import ScriptedLLM
@@ -139,29 +139,27 @@ def test_config_round_trip():
 
 
 # --- fitted to the embedder's window ----------------------------------------------------------
-class SmallWindowEmbedder(HashEmbedder):
+def small_window_embedder(dimension: int = 16) -> RecordingEmbedder:
     """A hash embedder that reads 128 word pieces, as many sentence-transformers models do."""
-
-    def __init__(self, dimension: int = 16) -> None:
-        super().__init__(dimension)
-        self.max_tokens = 128
+    return RecordingEmbedder(dimension, max_tokens=128)
 
 
 def test_an_index_fits_its_chunks_to_the_embedder_window():
-    assert isinstance(SmallWindowEmbedder(), Embedder)
+    assert isinstance(small_window_embedder(), Embedder)
     assert Index(embedder=HashEmbedder(16)).chunk_config == ChunkConfig().fitted(WINDOW)
-    small = Index(embedder=SmallWindowEmbedder()).chunk_config
+    small = Index(embedder=small_window_embedder()).chunk_config
     assert small == ChunkConfig.for_window(128)
     assert (small.chunk_size, small.chunk_overlap, small.max_breadcrumb_tokens) == (101, 15, 25)
     assert small.chunk_size + small.max_breadcrumb_tokens + 2 == small.window_tokens == 128
     # Sizes a caller chose are checked against the smaller window, not shrunk.
     with pytest.raises(ConfigError, match=r"= 250 tokens exceeds the embedder's window of 128 "
                                           r"tokens; lower chunk_size to at most 78"):
-        Index(embedder=SmallWindowEmbedder(), chunk_config=ChunkConfig())
+        Index(embedder=small_window_embedder(), chunk_config=ChunkConfig())
     fits = ChunkConfig(chunk_size=78, chunk_overlap=10)
-    assert Index(embedder=SmallWindowEmbedder(), chunk_config=fits).chunk_config == fits.fitted(128)
+    fitted = Index(embedder=small_window_embedder(), chunk_config=fits).chunk_config
+    assert fitted == fits.fitted(128)
     # Characters are not tokens: a character-sized config is recorded, not checked.
-    assert Index(embedder=SmallWindowEmbedder(),
+    assert Index(embedder=small_window_embedder(),
                  chunk_config=ChunkConfig.chars(2000, 200)).chunk_config.window_tokens == 128
     with pytest.raises(ConfigError, match="too small for chunks"):
         ChunkConfig.for_window(20)
@@ -198,12 +196,9 @@ class Words:
         return len(text.split())
 
 
-class WordsEmbedder(HashEmbedder):
+def words_embedder(dimension: int = 16) -> RecordingEmbedder:
     """A hash embedder that reads 64 words."""
-
-    def __init__(self, dimension: int = 16) -> None:
-        super().__init__(dimension)
-        self.max_tokens, self.tokenizer = 64, Words()  # type: ignore[assignment]
+    return RecordingEmbedder(dimension, max_tokens=64, tokenizer=Words())
 
 
 def test_chunks_are_sized_with_the_embedders_tokenizer():
@@ -237,7 +232,7 @@ def test_a_tokenizer_file_sizes_chunks_exactly_without_span_counting():
 
 def test_an_index_chunks_with_its_embedders_tokenizer(tmp_path):
     text = "# Report\n\n## Results\n\n" + " ".join(f"word{i}" for i in range(400)) + "\n"
-    idx = Index(embedder=WordsEmbedder(16))
+    idx = Index(embedder=words_embedder(16))
     idx.add_text("r.md", text)
     assert idx.chunk_config == ChunkConfig.for_window(64)
     assert len(idx.reader.chunks) > 1

@@ -4,7 +4,6 @@ a failed run leaves nothing behind."""
 
 from __future__ import annotations
 
-import collections
 import tempfile
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import numpy as np
 import pytest
 
 import proxy_pointer.index as index_module
-from proxy_pointer.embeddings import HashEmbedder
+from proxy_pointer.embeddings import HashEmbedder, RecordingEmbedder
 from proxy_pointer.errors import EmbeddingError
 from proxy_pointer.index import Index, update_directory
 from proxy_pointer.stores import current_generation
@@ -25,21 +24,6 @@ BOILERPLATE = ("## Disclaimer\n\nThis document is provided as is, without warran
                "kind, and may change without notice to the reader.\n")
 QUESTIONS = ["Which ships may enter at high tide?", "When are apple trees pruned?",
              "what warranty is given", "glass plates exposures"]
-
-
-class CountingEmbedder(HashEmbedder):
-    """Hash vectors, counting every text it is asked to embed."""
-
-    def __init__(self, dim: int = 64, fail_after: int | None = None) -> None:
-        super().__init__(dim)
-        self.seen: collections.Counter[str] = collections.Counter()
-        self.fail_after = fail_after
-
-    def embed_documents(self, texts):
-        if self.fail_after is not None and sum(self.seen.values()) >= self.fail_after:
-            raise EmbeddingError("backend down")
-        self.seen.update(texts)
-        return super().embed_documents(texts)
 
 
 def _corpus(folder: Path, n: int = 12) -> Path:
@@ -91,12 +75,12 @@ def test_disk_staging_gives_the_index_memory_staging_gives(tmp_path: Path) -> No
 
 def test_identical_texts_are_embedded_once_and_the_counts_add_up(tmp_path: Path) -> None:
     docs = _corpus(tmp_path / "docs")
-    emb = CountingEmbedder()
+    emb = RecordingEmbedder()
     idx, report = update_directory(tmp_path / "idx", [docs], embedder=emb, workers=0,
                                    batch_bytes=500)
-    assert max(emb.seen.values()) == 1  # the shared disclaimer too, across batches
+    assert max(emb.counts.values()) == 1  # the shared disclaimer too, across batches
     texts = [c.embed_text for c in idx.reader.chunks]
-    assert report.embedded == len(set(texts)) == len(emb.seen)
+    assert report.embedded == len(set(texts)) == len(emb.counts)
     assert report.reused == 0
     assert report.deduplicated == len(texts) - len(set(texts)) >= 7
     # every copy of a text got the vector of the one embedded
@@ -108,11 +92,11 @@ def test_identical_texts_are_embedded_once_and_the_counts_add_up(tmp_path: Path)
     # A changed document keeps the vectors of its unchanged chunks.
     paper = docs / "paper03.md"
     paper.write_text(paper.read_text().replace("found", "reported"))
-    emb.seen.clear()
+    emb.texts.clear()
     idx, report = update_directory(tmp_path / "idx", [docs], embedder=emb, workers=0)
     assert report.updated == ("paper03.md",)
     staged = idx.reader.documents["paper03.md"].n_chunks
-    assert report.embedded == len(emb.seen) == 1  # the findings section
+    assert report.embedded == len(emb.counts) == 1  # the findings section
     assert report.reused + report.embedded + report.deduplicated == staged
     assert report.reused >= 1 and "reused" in report.summary()
 
@@ -142,10 +126,10 @@ def test_a_run_that_fails_midway_leaves_the_index_and_the_folder_as_they_were(
     update_directory(target, [docs / "paper00.md"], embedder=HashEmbedder(64))
     gen = current_generation(target)
     files = sorted(p.relative_to(target) for p in target.rglob("*"))
-    emb = CountingEmbedder(fail_after=5)  # some batches are staged, then it fails
+    emb = RecordingEmbedder(fail_after_texts=5)  # some batches are staged, then it fails
     with pytest.raises(EmbeddingError, match="backend down"):
         update_directory(target, [docs], embedder=emb, workers=0, batch_bytes=400)
-    assert 0 < sum(emb.seen.values())
+    assert 0 < len(emb.texts)
     assert current_generation(target) == gen
     assert sorted(p.relative_to(target) for p in target.rglob("*")) == files
     assert sorted(Index.load(target, embedder=HashEmbedder(64)).reader.documents) == ["paper00.md"]
