@@ -21,7 +21,7 @@ from benchmarks.harness.runner import run_benchmark
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.tokens import count_tokens
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 SAMPLE = REPO / "data" / "sample"
 

@@ -11,7 +11,7 @@ from gemini_server import FakeGemini
 from proxy_pointer import HashEmbedder, Index
 from proxy_pointer.cli import main
 
-FIXTURES = Path(__file__).parent / "fixtures" / "retrieval"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "retrieval"
 QUESTION = "How is reservoir storage measured with sonar and rating curves?"
 
 

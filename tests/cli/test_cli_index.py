@@ -15,7 +15,7 @@ from proxy_pointer.cli import main
 from proxy_pointer.index import Index
 from proxy_pointer.stores import current_generation, write_lock
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(
     r"^(?P<index>.+): (?P<added>\d+) added, (?P<updated>\d+) updated, "
     r"(?P<unchanged>\d+) unchanged, (?P<removed>\d+) removed, (?P<skipped>\d+) skipped; "
