@@ -5,14 +5,12 @@ The transformer of a local Transformer -> mean Pooling [-> Normalize] sentence-t
 folder (by default the bundled all-MiniLM-L6-v2) is loaded with bfloat16 weights; its
 output is pooled and normalised in float32. Texts are sorted by length into batches padded
 to a multiple of :data:`PAD_MULTIPLE` tokens: PyTorch keeps per-shape kernels and buffers,
-so 256 possible lengths cost memory and time that 16 padded ones do not (1,500 chunks of
-filings: 852 vs 591 MiB and 140 vs 166 chunks/s at batch 16; multiples of 32 and 64 were
-~10-20% slower; ``benchmarks/results/bf16-sensitivity.md``).
+so 256 possible lengths cost memory and time that 16 padded ones do not (the padding
+multiples and batch sizes measured: ``benchmarks/results/bf16-sensitivity.md``).
 
-Its vectors are at cosine 0.99995 to float32's on average, 0.9998 at least (1,500 chunks of
-financial filings, ``benchmarks/results/bf16-sensitivity.md``), so
-it shares the float32 model's ``model_id``. Speed and quality:
-``benchmarks/results/shelf-ingest.md``.
+Its vectors stay within the cosine to float32's that
+``benchmarks/results/bf16-sensitivity.md`` reports on financial filings, so it shares the
+float32 model's ``model_id``. Speed and quality: ``benchmarks/results/shelf-ingest.md``.
 """
 
 from __future__ import annotations
@@ -39,8 +37,8 @@ PAD_MULTIPLE = 16
 
 class Bf16Embedder(FolderEmbedder):
     """A sentence-transformers folder on PyTorch with bfloat16 weights (default: the bundled
-    MiniLM). ``batch_size``: texts per forward pass after sorting by length (16: indexing
-    financebench-dev took 142 s at 16 and 149-171 s at 8 on two cores, for ~100 MiB more).
+    MiniLM). ``batch_size``: texts per forward pass after sorting by length (16, the best
+    of those measured in ``benchmarks/results/bf16-sensitivity.md``).
     The model loads on first use; :class:`EmbeddingError` when it cannot (not a
     mean-pooling folder, broken files, no torch)."""
 

@@ -5,12 +5,13 @@ transformer and mean pooling) is exported once with ``torch.onnx`` into the user
 folder, fused with ONNX Runtime's transformer optimizer, and run by ONNX Runtime with the
 texts sorted by length into small batches (so little padding is embedded).
 
-- ``quantize=None`` gives the same vectors as PyTorch up to float noise (max abs difference
-  ~2e-7, measured), so it keeps the PyTorch model's ``model_id``: indexes and embedding caches
-  made by either backend are interchangeable. It is ~1.4x PyTorch on two cores.
-- ``quantize="int8"`` (per-channel dynamic int8 weights) is ~2.5x PyTorch but moves vectors
-  (mean cosine ~0.994 to fp32), so it has its own ``model_id`` and an index built with it
-  refuses other embedders. Quality: ``benchmarks/results/ingest.md``.
+- ``quantize=None`` gives the same vectors as PyTorch up to float noise (checked by the
+  tests), so it keeps the PyTorch model's ``model_id``: indexes and embedding caches made by
+  either backend are interchangeable.
+- ``quantize="int8"`` (per-channel dynamic int8 weights) moves vectors, so it has its own
+  ``model_id`` and an index built with it refuses other embedders.
+
+Speed and quality of each: ``benchmarks/results/ingest.md`` and ``embeddings.md``.
 
 Export is written beside its final place and renamed into it, so a killed export leaves
 nothing half-written; a cached file that does not load is exported again.
@@ -136,8 +137,8 @@ class OnnxEmbedder(FolderEmbedder):
     ``model``: None for the bundled all-MiniLM-L6-v2, or a local sentence-transformers folder
     (Transformer -> mean Pooling [-> Normalize]). ``quantize``: None (fp32, the PyTorch
     model's ``model_id``) or ``"int8"``. ``batch_size``: texts per run after sorting by length
-    (8 measured best on two cores). The model is exported on first use into ``cache_dir``
-    (default: the user cache folder), with a one-line notice on stderr.
+    (8, the best of those tried on two cores). The model is exported on first use into
+    ``cache_dir`` (default: the user cache folder), with a one-line notice on stderr.
 
     ``max_tokens`` is the model's ``max_seq_length`` (256 for the bundled MiniLM), where
     texts are truncated; ``tokenizer`` counts with the model's own ``tokenizer.json`` (the

@@ -152,9 +152,10 @@ class SentenceTransformerEmbedder:
     noise) and falls back to PyTorch, with a warning, if the export fails; other models and
     bfloat16 use PyTorch. ``"torch"`` / ``"onnx"`` force one (``"onnx"`` is float32 only).
     The ``model_id`` is the same for every backend and precision, since their vectors agree
-    (cosine >= 0.9998); in bfloat16 the bundled model still embeds queries in float32 on
-    ONNX Runtime, which starts ~15x sooner. ``batch_size``: texts per forward pass
-    (default 16 in bfloat16, 8 in float32: measured best on two cores).
+    (``benchmarks/results/bf16-sensitivity.md``); in bfloat16 the bundled model still
+    embeds queries in float32 on ONNX Runtime, which starts sooner
+    (``benchmarks/results/a-shelf-indexed-in-minutes.md``). ``batch_size``: texts per forward pass
+    (default 16 in bfloat16, 8 in float32: the best measured on two cores).
 
     Raises :class:`~proxy_pointer.errors.EmbeddingError` when the model cannot be loaded
     (missing path, not in the offline cache, broken files).
@@ -226,10 +227,11 @@ class SentenceTransformerEmbedder:
                 raise ConfigError("max_seq_length is not supported by the ONNX backend")
             self._onnx = OnnxEmbedder(None if self._is_default else self._name,
                                       batch_size=self.batch_size)
-        # Queries come one at a time, where start-up is what a caller waits for: PyTorch
-        # takes ~4.7 s and ~640 MiB to its first vector, ONNX Runtime ~0.3 s and ~210 MiB.
-        # So a bfloat16 bundled model embeds queries in float32 on ONNX Runtime (the exact
-        # vectors; documents' are at cosine >= 0.9998 to theirs).
+        # Queries come one at a time, where start-up is what a caller waits for, and ONNX
+        # Runtime starts far sooner and smaller than PyTorch (benchmarks/results/
+        # a-shelf-indexed-in-minutes.md). So a bfloat16 bundled model embeds queries in
+        # float32 on ONNX Runtime (the exact vectors; documents' are within the cosine
+        # bf16-sensitivity.md reports).
         self._query_onnx: OnnxEmbedder | None = None
         if (precision == "bf16" and self._is_default and device == "cpu"
                 and onnx_available()):

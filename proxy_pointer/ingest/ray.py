@@ -12,7 +12,7 @@ embedder no id describes, unpickled from a copy; the model loads once per actor,
 
 Each actor takes one CPU and runs its model on one thread (``OMP_NUM_THREADS``, which ONNX
 Runtime and PyTorch follow): with one actor per core, more threads only oversubscribe the
-cores (measured: two actors with ONNX Runtime's default threads took 1.8x as long).
+cores.
 
 Ray is an optional dependency (``pip install 'proxy-pointer[ray]'``), imported when a run
 starts. ``RAY_ADDRESS`` names a running cluster to join (its nodes need proxy-pointer
