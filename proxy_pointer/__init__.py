@@ -46,7 +46,7 @@ _LAZY = {
     "llm": ("LLM", "GeminiLLM", "LLMReply", "OpenAICompatibleLLM", "ScriptedLLM", "make_llm"),
     "parse.noise": ("NoiseConfig", "classify_noise"),
     "search.retrieval": ("Retrieval", "Retriever"),
-    "search.config": ("RetrievalConfig",),
+    "search.config": ("RetrievalConfig", "Tuning"),
     "search.sections": ("Section",),
     "stores": ("DocumentRecord", "LocalStore", "Manifest", "MilvusStore", "Store"),
     "search.synthesis": ("Answer", "Citation", "synthesize"),
@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from .parse.chunking import Chunk, ChunkConfig, chunk_text, chunk_tree
     from .parse.noise import NoiseConfig, classify_noise
     from .parse.tree import Node, Tree, TreeConfig, build_tree, format_tree
-    from .search.config import RetrievalConfig
+    from .search.config import RetrievalConfig, Tuning
     from .search.retrieval import Retrieval, Retriever
     from .search.sections import Section
     from .search.synthesis import Answer, Citation, synthesize
@@ -95,7 +95,7 @@ __all__ = [
     "NotFoundError", "OnnxEmbedder", "OpenAICompatibleLLM", "ProxyPointerError",
     "RecordingEmbedder", "Retrieval", "RetrievalConfig", "Retriever", "ScriptedLLM",
     "Section", "SentenceTransformerEmbedder", "SourceFile", "Store", "StoreError",
-    "Synonyms", "Tree", "TreeConfig", "UpdateReport", "VectorIndexConfig", "__version__",
-    "build_tree", "chunk_text", "chunk_tree", "classify_noise", "discover", "format_tree",
-    "make_embedder", "make_llm", "read_document", "synthesize",
+    "Synonyms", "Tree", "TreeConfig", "Tuning", "UpdateReport", "VectorIndexConfig",
+    "__version__", "build_tree", "chunk_text", "chunk_tree", "classify_noise", "discover",
+    "format_tree", "make_embedder", "make_llm", "read_document", "synthesize",
 ]

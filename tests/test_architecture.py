@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +29,7 @@ PUBLIC = {
     "RecordingEmbedder", "Retrieval",
     "RetrievalConfig", "Retriever", "ScriptedLLM", "Section", "SentenceTransformerEmbedder",
     "SourceFile", "Synonyms",
-    "Store", "StoreError", "MilvusStore", "Tree", "TreeConfig", "UpdateReport",
+    "Store", "StoreError", "MilvusStore", "Tree", "TreeConfig", "Tuning", "UpdateReport",
     "VectorIndexConfig", "__version__",
     "build_tree", "chunk_text", "chunk_tree", "classify_noise", "discover", "format_tree",
     "make_embedder", "make_llm", "read_document", "synthesize",
@@ -305,3 +306,28 @@ def test_benchmarks_do_not_edit_the_import_path() -> None:
              if isinstance(node, ast.Attribute) and node.attr == "path"
              and isinstance(node.value, ast.Name) and node.value.id == "sys"]
     assert edits == []
+
+
+def _documented_layers() -> dict[str, int]:
+    """``module -> layer`` as ARCHITECTURE.md's layer table states it: each row's layer
+    number and the modules it names by path (``parse/noise.py``, ``stores/__init__.py``)."""
+    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    table = text.split("## Layers, bottom up, by stage", 1)[1].split("\n## ", 1)[0]
+    found: dict[str, int] = {}
+    for row in table.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].isdigit():
+            continue
+        for path in re.findall(r"`([\w/]+\.py)`", cells[1]):
+            name = _name(PACKAGE / path)
+            assert name not in found, f"ARCHITECTURE.md names {path} twice"
+            found[name] = int(cells[0])
+    return found
+
+
+def test_architecture_md_states_the_layers_this_test_enforces() -> None:
+    """The layer table in ARCHITECTURE.md is checked against LAYERS: every module, at its
+    layer, and nothing else."""
+    enforced = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+    assert set(enforced) == {_name(p) for p in _modules()}, "LAYERS misses or invents modules"
+    assert _documented_layers() == enforced
