@@ -115,16 +115,15 @@ class Tuning:
     * ``mode`` ranks nodes as sections (:mod:`.ranking`): ``"chunks"`` (default: a node
       ranks by its best chunk), ``"collapsed"`` (every node of a hit document's tree
       competes, by its best chunk and its subtree's mean vector) or ``"traverse"``
-      (top-down, ``beam`` children per level). On qasper-dev the three are within a point
-      of evidence hit at 1,000 tokens; "collapsed" finds the gold section more often but
-      costs latency (README).
+      (top-down, ``beam`` children per level). How the three compare in evidence hit and
+      latency: ``benchmarks/results/qasper-dev-2026-12-04-ranking.md``.
     * ``expand="section"`` hands over a node with its subsections (the reference design);
       ``"own"`` only its own text up to its first child.
     * ``packing="evidence"`` (default, :func:`~.packing.pack_evidence`) fills the budget
       with the best lines of the ``k`` sections, whole sections where they fit;
-      ``lexical_weight`` (default 0: on qasper-dev 0.1 and 0.25 lost up to 4 points at 500
-      tokens) is how much a block's own BM25 match with the question raises its chunk's
-      score. ``packing="sections"`` hands over whole sections in rank order, trimming one
+      ``lexical_weight`` (default 0: higher weights lost evidence on qasper-dev,
+      ``benchmarks/results/ranking-experiments.md``) is how much a block's own BM25 match
+      with the question raises its chunk's score. ``packing="sections"`` hands over whole sections in rank order, trimming one
       that does not fit to its heading and its best pieces. Both are one planner
       (:func:`~.packing.pack`): a block or line too long for a section's share is cut at
       sentences, so no ranked section is left out for its size. Either way a section may
