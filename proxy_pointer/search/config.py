@@ -123,13 +123,14 @@ class Tuning:
       with the best lines of the ``k`` sections, whole sections where they fit;
       ``lexical_weight`` (default 0: higher weights lost evidence on qasper-dev,
       ``benchmarks/results/ranking-experiments.md``) is how much a block's own BM25 match
-      with the question raises its chunk's score. ``packing="sections"`` hands over whole sections in rank order, trimming one
-      that does not fit to its heading and its best pieces. Both are one planner
-      (:func:`~.packing.pack`): a block or line too long for a section's share is cut at
-      sentences, so no ranked section is left out for its size. Either way a section may
-      take at most ``max(section_floor, max_section_share * budget)`` tokens (the evidence
-      packer lifts this cap only to fill what the other sections left; ``evidence_cap=False``
-      drops it), so one long chapter cannot crowd out every other hit.
+      with the question raises its chunk's score. ``packing="sections"`` hands over whole
+      sections in rank order, trimming one that does not fit to its heading and its best
+      pieces. Both are one planner (:func:`~.packing.pack`): a block or line too long for a
+      section's share is cut at sentences, so no ranked section is left out for its size.
+      Either way a section may take at most ``max(section_floor, max_section_share *
+      budget)`` tokens (the evidence packer lifts this cap only to fill what the other
+      sections left; ``evidence_cap=False`` drops it), so one long chapter cannot crowd out
+      every other hit.
     * ``documents`` > 0 keeps only the sections of that many best documents (two-stage
       search: a document ranks by its best chunk and by the mean vector of its opening
       chunks). Off by default: on qasper-dev's corpus search it lost 3-5 points.
