@@ -143,3 +143,15 @@ def test_tree_noise_marks_what_is_skipped_and_why(with_platypus: Path, capsys) -
     platypus = next(line for line in capsys.readouterr().out.splitlines()
                     if "Platypus appendix" in line)
     assert "[short: 70 characters of own text < min_section_chars 100]" in platypus
+
+
+@pytest.mark.parametrize("pairs", [1338, 1366, 2689])
+def test_repetitive_text_wrapped_past_the_line_limit_is_chunked_to_its_end(pairs: int) -> None:
+    """Found by the property test above: a line of one repeated sentence, wrapped at the
+    line limit, lost its tail when a chunk was found back at an earlier copy of itself."""
+    doc = ("word Sentence. " * pairs).rstrip() + "\n"
+    parsed = parse_document(doc, "doc.md", "doc.md", None, ChunkConfig(), False)
+    stored = doc if parsed.text is None else parsed.text
+    covered = {i for c in parsed.chunks for i in range(c.start_line, c.end_line)}
+    assert _not_noise_lines(stored) <= covered
+    assert max(c.end_char for c in parsed.chunks) >= len(stored.rstrip())

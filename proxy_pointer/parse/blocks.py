@@ -422,6 +422,40 @@ def _split_offsets(text: str, a: int, b: int, size: int, overlap: int
             out.extend(_hard_windows(a + s, a + e, size))
         else:
             out.append((a + s, a + e))
+    # In repetitive text a chunk can be found back at an earlier copy of itself; then the
+    # spans leave text uncovered, and exact windows of our own replace them.
+    return out if _covers(text, a, b, out) else _word_windows(text, a, b, size, overlap)
+
+
+def _covers(text: str, a: int, b: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether ``spans`` (in order) leave no text of ``text[a:b]`` but whitespace uncovered."""
+    reach = a
+    for s, e in spans:
+        if s > reach and text[reach:s].strip():
+            return False
+        reach = max(reach, e)
+    return not text[reach:b].strip()
+
+
+def _word_windows(text: str, a: int, b: int, size: int, overlap: int
+                  ) -> list[tuple[int, int]]:
+    """Windows of ``text[a:b]`` of at most ``size`` characters, each ending after the last
+    space or line break of its last quarter (if any) and starting up to ``overlap``
+    characters before the previous end: exact offsets, each window advancing at least a
+    quarter of ``size``, so linear in the span."""
+    out: list[tuple[int, int]] = []
+    s = a
+    while s < b:
+        e = min(b, s + size)
+        if e < b:
+            cut = max(text.rfind(" ", s + 3 * size // 4, e), text.rfind("\n", s + 3 * size // 4, e))
+            e = cut + 1 if cut > s else e
+        out.append((s, e))
+        if e >= b:
+            break
+        lo = max(s + size // 4, e - min(overlap, size // 2))
+        space = text.find(" ", lo, e)
+        s = space + 1 if space != -1 else e
     return out
 
 
