@@ -47,7 +47,7 @@ LAYERS = [
      "embeddings.base", "convert.base", "convert.numbering", "convert.markdown",
      "convert.pdf.lines", "convert.pdf.tables", "parse.periods", "parse.cards",
      "vocab.phrases", "vocab.filings", "vocab.synonyms", "vocab.understanding", "vocab",
-     "vocab.keys", "parse.rows"},
+     "vocab.keys", "parse.rows", "parse.splitting"},
     {"convert.pdf.layout", "convert.pdf.contents"},
     {"convert.pdf.converter", "convert.pdf", "convert.html", "convert.docx", "convert",
      "documents", "parse.tree", "parse.headings", "refs", "parse"},

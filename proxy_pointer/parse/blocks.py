@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from ..tokens import WORD_PIECES, DocumentTokens, Sizer, SpanCounter, WordPieceCounter
 from ..vocab.filings import FILINGS
 from .rows import NUMBER, is_table_row
+from .splitting import hard_windows, split_offsets
 
 __all__ = ["Piece", "SplitContext", "embed_view", "split_bodies", "table_layout"]
 
-_SEPARATORS = ["\n\n", "\n", "。", ". ", "! ", "? ", "；", "; ", "，", ", ", " "]
-_SEPARATOR_ENDS = frozenset(sep[-1] for sep in _SEPARATORS)
 _MAX_ROUNDS = 6  # re-splits of a piece before it is cut hard
 _MAX_CHARS_PER_TOKEN = 16
 
@@ -363,8 +362,8 @@ def _split_span(
     factor = 0.95 if ctx.tokens else 1.0  # most pieces then fit at the first try
     char_size = max(8, min(ctx.max_chars, int(room * ratio * factor)))
     char_overlap = 0 if prefix else min(int(ctx.overlap * ratio), char_size // 2)
-    spans = (_split_offsets(text, a, z, char_size, char_overlap) if depth < _MAX_ROUNDS
-             else _hard_windows(a, z, max(1, (z - a) // 2)))
+    spans = (split_offsets(text, a, z, char_size, char_overlap) if depth < _MAX_ROUNDS
+             else hard_windows(a, z, max(1, (z - a) // 2)))
     pieces: list[Piece] = []
     for s, e in spans:
         s, e = _strip_span(text, s, e)
@@ -391,91 +390,6 @@ def _split_span(
         pieces.append(Piece(s, e, embed, u, prefix=prefix, view=view,
                              joinable=not prefix or (joinable and not pieces)))
     return pieces
-
-
-def _split_offsets(text: str, a: int, b: int, size: int, overlap: int
-                   ) -> list[tuple[int, int]]:
-    """Spans of the splitter's chunks of ``text[a:b]``, found back in the source."""
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
-
-    splitter = RecursiveCharacterTextSplitter(
-        separators=_SEPARATORS, keep_separator="end", chunk_size=size,
-        chunk_overlap=overlap, length_function=len, strip_whitespace=True,
-    )
-    seg = text[a:b]
-    out: list[tuple[int, int]] = []
-    prev_start, prev_end = -1, 0
-    for piece in splitter.split_text(seg):
-        # The splitter's chunks are verbatim and in order; each starts at a split boundary
-        # at most ``overlap`` characters before the previous end (the longest suffix it
-        # keeps: all of a short previous chunk, so not always after its start) and ends
-        # beyond that end, with at most whitespace between the two.
-        lo = max(prev_start, prev_end - overlap)
-        at = _locate(seg, piece, max(lo, prev_end - len(piece) + 1))
-        if at > prev_end and seg[prev_end:at].strip():
-            # Found past text no chunk holds, so not there: the chunk is the previous one's
-            # kept suffix alone (what followed it was whitespace) and ends where it ends.
-            at = _locate(seg, piece, max(lo, prev_end - len(piece)))
-        s, e = at, at + len(piece)
-        prev_start, prev_end = s, max(prev_end, e)
-        if e - s > size:  # a run without any separator (one giant "word"): hard windows
-            out.extend(_hard_windows(a + s, a + e, size))
-        else:
-            out.append((a + s, a + e))
-    # In repetitive text a chunk can be found back at an earlier copy of itself; then the
-    # spans leave text uncovered, and exact windows of our own replace them.
-    return out if _covers(text, a, b, out) else _word_windows(text, a, b, size, overlap)
-
-
-def _covers(text: str, a: int, b: int, spans: list[tuple[int, int]]) -> bool:
-    """Whether ``spans`` (in order) leave no text of ``text[a:b]`` but whitespace uncovered."""
-    reach = a
-    for s, e in spans:
-        if s > reach and text[reach:s].strip():
-            return False
-        reach = max(reach, e)
-    return not text[reach:b].strip()
-
-
-def _word_windows(text: str, a: int, b: int, size: int, overlap: int
-                  ) -> list[tuple[int, int]]:
-    """Windows of ``text[a:b]`` of at most ``size`` characters, each ending after the last
-    space or line break of its last quarter (if any) and starting up to ``overlap``
-    characters before the previous end: exact offsets, each window advancing at least a
-    quarter of ``size``, so linear in the span."""
-    out: list[tuple[int, int]] = []
-    s = a
-    while s < b:
-        e = min(b, s + size)
-        if e < b:
-            cut = max(text.rfind(" ", s + 3 * size // 4, e), text.rfind("\n", s + 3 * size // 4, e))
-            e = cut + 1 if cut > s else e
-        out.append((s, e))
-        if e >= b:
-            break
-        lo = max(s + size // 4, e - min(overlap, size // 2))
-        space = text.find(" ", lo, e)
-        s = space + 1 if space != -1 else e
-    return out
-
-
-def _locate(seg: str, piece: str, lo: int) -> int:
-    """First occurrence of ``piece`` at or after ``lo`` that starts a split (after a space
-    or a separator), so repetitive text cannot shift a chunk onto an earlier copy."""
-    at = seg.find(piece, max(0, lo))
-    first = at
-    while at > 0 and not (seg[at - 1].isspace() or seg[at - 1] in _SEPARATOR_ENDS):
-        at = seg.find(piece, at + 1)
-    if at >= 0:
-        return at
-    if first >= 0:
-        return first
-    # only if the splitter repeated text it had already emitted
-    return max(0, seg.find(piece))
-
-
-def _hard_windows(a: int, z: int, size: int) -> list[tuple[int, int]]:
-    return [(k, min(z, k + size)) for k in range(a, z, size)]
 
 
 def _pack_rows(ctx: SplitContext, t: _Rows, head_units: int, units: list[int]) -> list[Piece]:
@@ -575,7 +489,7 @@ def _resplit(ctx: SplitContext, p: Piece) -> list[Piece]:
     parts = _split_span(ctx, p.start, p.end, body, prefix=p.prefix,
                         prefix_units=prefix_units, view=p.view, joinable=p.joinable)
     if len(parts) < 2:  # nothing to cut at: halve the span
-        parts = [q for s, e in _hard_windows(p.start, p.end, max(1, (p.end - p.start) // 2))
+        parts = [q for s, e in hard_windows(p.start, p.end, max(1, (p.end - p.start) // 2))
                  for q in _split_span(ctx, s, e, None, prefix=p.prefix,
                                       prefix_units=prefix_units, view=p.view, joinable=False,
                                       depth=_MAX_ROUNDS)]
