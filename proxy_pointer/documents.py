@@ -10,15 +10,18 @@ from __future__ import annotations
 import codecs
 import fnmatch
 import os
-import re
 import stat
+import unicodedata
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from .errors import ConfigError, DocumentError
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # characters no doc id may hold
+#: Unicode categories no doc id may show as they are: controls (C0, C1 such as U+0085),
+#: formatting characters (bidirectional overrides such as U+202E, zero-width ones), line and
+#: paragraph separators, and lone surrogates. They could hide or reorder what a listing shows.
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 #: The longest doc id a client may send with inline text.
 MAX_SENT_DOC_ID = 512
 #: A doc id as a citation in an answer spells it (:mod:`~proxy_pointer.search.synthesis`
@@ -32,6 +35,7 @@ __all__ = [
     "CONVERTED_SUFFIXES",
     "DEFAULT_INCLUDE",
     "DOCUMENT_SUFFIXES",
+    "HIDDEN_CATEGORIES",
     "MAX_SENT_DOC_ID",
     "TEXT_SUFFIXES",
     "SourceFile",
@@ -157,23 +161,37 @@ def doc_id_for(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> st
     return escape_doc_id(PurePath(rel).as_posix())
 
 
+def _hidden(ch: str) -> bool:
+    return unicodedata.category(ch) in HIDDEN_CATEGORIES
+
+
+def _escaped(ch: str) -> str:
+    """A character as ``%XX`` per byte of its UTF-8 (a lone surrogate's too)."""
+    return "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+
+
 def escape_doc_id(name: str) -> str:
-    """A file name as a doc id: control characters (a newline in a file name) written as
-    ``%0A``, so that the id prints on one line and every interface takes it; ids given
-    directly must have none (:func:`check_doc_id`).
+    """A file name as a doc id: every hidden character (:data:`HIDDEN_CATEGORIES`: a
+    newline, U+0085, a bidirectional override) written as ``%XX`` per UTF-8 byte, so that
+    the id prints on one line, shows what it is and every interface takes it; ids given
+    directly must have none (:func:`check_doc_id`). Linear in the name.
 
     >>> escape_doc_id("new\\nline.md")
     'new%0Aline.md'
+    >>> escape_doc_id("invoice\u202egpj.md")
+    'invoice%E2%80%AEgpj.md'
     """
-    return _CONTROL.sub(lambda m: f"%{ord(m.group(0)):02X}", name)
+    return "".join(_escaped(ch) if _hidden(ch) else ch for ch in name)
 
 
 def check_doc_id(doc_id: str) -> str:
     """``doc_id`` when it is a usable id given directly (``Index.add_text``): a non-empty
-    string without control characters; :class:`ConfigError` naming it otherwise."""
-    if not isinstance(doc_id, str) or not doc_id or _CONTROL.search(doc_id):
+    string without hidden characters (:data:`HIDDEN_CATEGORIES`); :class:`ConfigError`
+    naming it otherwise."""
+    if not isinstance(doc_id, str) or not doc_id or any(map(_hidden, doc_id)):
         raise ConfigError(f"bad doc id {doc_id!r}: a doc id is a non-empty name without "
-                          "control characters")
+                          "control characters or other hidden ones (formatting characters such "
+                          "as U+202E, line separators)")
     return doc_id
 
 

@@ -13,16 +13,27 @@ The 20 MB one-line file itself is measured in ``benchmarks/bench_hostile.py``.
 
 from __future__ import annotations
 
+import functools
 import random
+import time
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from proxy_pointer.convert import docx as docx_module
+from proxy_pointer.convert.base import ConversionError
+from proxy_pointer.convert.docx import DocxConverter
+from proxy_pointer.documents import check_doc_id, escape_doc_id
 from proxy_pointer.embeddings import HashEmbedder
+from proxy_pointer.errors import ConfigError
 from proxy_pointer.index import Index
 from proxy_pointer.ingest import Source, ingest, parse_document, run_order
 from proxy_pointer.ingest import pipeline as pipeline_module
+from proxy_pointer.parse import cards as cards_module
+from proxy_pointer.parse.cards import Card, abbreviates, card_matches, read_card
 from proxy_pointer.parse.chunking import ChunkConfig
+from proxy_pointer.parse.periods import asked_periods
 from proxy_pointer.parse.tree import MAX_LINE_CHARS, split_lines, wrap_long_lines
 from proxy_pointer.search import packing
 from proxy_pointer.tokens import DocumentTokens, count_tokens_many
@@ -216,3 +227,118 @@ def test_reach_leaves_out_lines_past_the_budget_from_every_hit() -> None:
     chars = [50_000] * 20  # four lines around each hit: the first hit's fill the cap
     near = packing._reach([((2, 3), 0.9), ((15, 16), 0.5)], cost, chars, 0, 10, 100)
     assert bool(near[2]) and not near[15]
+
+
+# --- every text rule linear, every combination search bounded (issue 48) -------------------
+def _best_of_three(fn, arg) -> float:
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        fn(arg)
+        times.append(time.perf_counter() - t)
+    return max(min(times), 1e-4)
+
+
+@pytest.mark.parametrize("unit", ["jan", "January", "fiscal ", "12/", "Sept. ", "dec 31 "])
+def test_period_rules_grow_linearly_with_a_hostile_question(unit: str) -> None:
+    """Month-like runs once cost the square of their length ('jan' * 16,666: 25.9 s). The
+    time at ten times the length must grow about ten times, not a hundred (a ratio, so
+    the machine's speed does not matter)."""
+    small, large = unit * 1_000, unit * 10_000
+    ratio = _best_of_three(asked_periods, large) / _best_of_three(asked_periods, small)
+    assert ratio < 40, ratio
+
+
+def test_a_card_filter_on_the_period_grows_linearly() -> None:
+    card = Card(kind="10-K", period="FY2022", fiscal_year=2022)
+    match = functools.partial(card_matches, card, "period")
+    ratio = _best_of_three(match, "jan" * 10_000) / _best_of_three(match, "jan" * 1_000)
+    assert ratio < 40, ratio
+
+
+def test_a_long_defined_name_is_matched_in_polynomial_steps(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cover's defined short name against its registrant's name once took time
+    exponential in the words (13 minutes at ten nine-letter words): each (letter, word)
+    state is now worked out once."""
+    calls = []
+    real = cards_module._in_order_lengths
+
+    def counted(s: str, start: int, whole: str) -> range:
+        calls.append(start)
+        return real(s, start, whole)
+
+    monkeypatch.setattr(cards_module, "_in_order_lengths", counted)
+    words = ["Abcdefghi", "Bcdefghij", "Cdefghijk", "Defghijkl", "Efghijklm", "Fghijklmn",
+             "Ghijklmno", "Hijklmnop", "Ijklmnopq", "Jklmnopqr"]
+    short = "".join(w[:3] for w in words) + "x"  # fits every word but the last letter
+    assert not abbreviates(short, " ".join(words))
+    assert len(calls) <= len(short) * len(words)
+    assert abbreviates("".join(w[:2] for w in words), " ".join(words))
+
+
+def test_a_hostile_cover_reads_its_card() -> None:
+    name = " ".join(w.capitalize() for w in ["alphabeta", "gammadelt", "epsilonze", "etathetai",
+                                            "iotakappa", "lambdamun", "xiomicron", "pirhosigm",
+                                            "tauupsilo", "phichipsi"])
+    cover = (f"# FORM 10-K\n\n{name.upper()} (the \"Alga Epsi Iota Pirh Taup\")\n"
+             "(Exact name of registrant as specified in its charter)\n")
+    card = read_card(cover)
+    assert card.kind == "10-K"
+
+
+def _docx_with(tmp_path: Path, name: str, body_bytes: int) -> Path:
+    """A .docx whose document part inflates to about ``body_bytes`` of spaces."""
+    path = tmp_path / name
+    head = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w='
+            '"http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r>'
+            '<w:t xml:space="preserve">Bomb</w:t></w:r></w:p>')
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="http://schemas'
+                   '.openxmlformats.org/package/2006/content-types"/>')
+        with z.open("word/document.xml", "w") as part:
+            part.write(head.encode())
+            for _ in range(body_bytes // 2**20):
+                part.write(b" " * 2**20)
+            part.write(b"</w:body></w:document>")
+    return path
+
+
+def test_a_docx_that_inflates_past_the_limit_is_skipped_and_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What is inflated counts, chunk by chunk, against the file-size limit (here lowered
+    to 2 MiB): the bomb is refused and named, the other files are indexed."""
+    monkeypatch.setattr(docx_module, "MAX_INPUT_BYTES", 2 * 2**20)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    bomb = _docx_with(docs, "bomb.docx", 8 * 2**20)
+    assert bomb.stat().st_size < 100_000
+    (docs / "fine.md").write_text("# Fine\n\nA short note about pumps.\n")
+    with pytest.raises(ConversionError, match=r"bomb\.docx.*unpacks to more than"):
+        DocxConverter().convert(bomb.read_bytes(), "bomb.docx")
+    idx = Index(embedder=HashEmbedder(32))
+    report = idx.update([docs])
+    assert "fine.md" in idx.reader.documents and "bomb.docx" not in idx.reader.documents
+    assert any("bomb.docx" in s and "unpacks" in s for s in report.skipped)
+
+
+@pytest.mark.parametrize("hidden", ["\x85", "\u202e", "\u2028", "\u2029", "\u200b", "\n"])
+def test_hidden_characters_in_file_names_are_escaped_and_refused_when_given(
+        tmp_path: Path, hidden: str) -> None:
+    name = f"invoice{hidden}gpj.md"
+    escaped = escape_doc_id(name)
+    assert hidden not in escaped and escaped.startswith("invoice%") and escaped.endswith(".md")
+    with pytest.raises(ConfigError, match="bad doc id"):
+        check_doc_id(name)
+    assert check_doc_id("naïve 日本 report.md") == "naïve 日本 report.md"
+
+
+@pytest.mark.parametrize("unit", ["jan", "working capital ", "3M FY2021 10-K ", "Q2 of FY"])
+def test_a_hostile_question_costs_linear_time_end_to_end(unit: str) -> None:
+    """Through ``Index.retrieve``: routing, the vocabulary's expansion and BM25 read the
+    question; ten times its length costs about ten times, not a hundred."""
+    idx = Index(embedder=HashEmbedder(32))
+    idx.add_text("a.md", "# 3M 10-K FY2021\n\n## Balance sheet\n\nTotal current assets 12,400.\n")
+    ratio = (_best_of_three(idx.retrieve, unit * 10_000)
+             / _best_of_three(idx.retrieve, unit * 1_000))
+    assert ratio < 40, ratio

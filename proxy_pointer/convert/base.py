@@ -14,8 +14,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import DocumentError
 
-__all__ = ["ConversionError", "Converted", "Converter", "page_fields", "page_label", "page_of",
-           "page_span", "with_page_markers"]
+__all__ = ["MAX_INPUT_BYTES", "ConversionError", "Converted", "Converter", "page_fields",
+           "page_label", "page_of", "page_span", "with_page_markers"]
+
+#: The most bytes a file may hold, and a compressed file (a .docx) may unpack to: a larger
+#: one is skipped with a warning naming it (``ingest.MAX_FILE_BYTES`` is this bound).
+MAX_INPUT_BYTES = 100 * 2**20
 
 
 class ConversionError(DocumentError):

@@ -26,7 +26,7 @@ from docx.opc.exceptions import PackageNotFoundError
 from lxml import etree  # type: ignore[import-untyped]
 
 from ..documents import CONVERTED_FORMATS
-from .base import ConversionError, Converted
+from .base import MAX_INPUT_BYTES, ConversionError, Converted
 from .markdown import Block, Cell, collapse, para_block, recover_headings, render, table_blocks
 
 #: An lxml element (lxml ships no type information).
@@ -46,7 +46,7 @@ _BLOCK_WRAPPERS = frozenset(_W + t for t in ("sdt", "sdtContent", "customXml", "
 _HEADING_NAME = re.compile(r"heading\s*([1-9])")
 _LIST_NAME = re.compile(r"list (?:bullet|number)(?: ([2-9]))?")
 _OFF = frozenset({"0", "false", "off"})
-_MAX_UNZIPPED = 2 << 30  # bytes: a larger .docx is a zip bomb, not a document
+_READ_CHUNK = 1 << 20  # bytes inflated at a time while a .docx's parts are counted
 #: What can go wrong inside python-docx, zipfile and lxml on a damaged file.
 _READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, KeyError, ValueError,
                 TypeError, AttributeError, IndexError, EOFError, OSError, RecursionError,
@@ -408,6 +408,24 @@ class DocxConverter:
         return Converted(markdown, page_starts)
 
 
+def _too_large(name: str) -> ConversionError:
+    return ConversionError(name, f"unpacks to more than {MAX_INPUT_BYTES / 2**20:,.0f} MB, "
+                           "the most a file may hold (MAX_FILE_BYTES); not converted")
+
+
+def _count_unpacked(z: zipfile.ZipFile, infos: list[zipfile.ZipInfo], name: str) -> None:
+    """Inflate every part once, counting the bytes as they come, and stop at
+    :data:`MAX_INPUT_BYTES`: what is read counts, not what the archive declares, and memory
+    stays one chunk."""
+    total = 0
+    for info in infos:
+        with z.open(info) as part:
+            while chunk := part.read(_READ_CHUNK):
+                total += len(chunk)
+                if total > MAX_INPUT_BYTES:
+                    raise _too_large(name)
+
+
 def _open(data: bytes, name: str) -> Document:
     """The python-docx document in ``data``; :class:`ConversionError` for a bad file."""
     if not zipfile.is_zipfile(BytesIO(data)):
@@ -420,14 +438,15 @@ def _open(data: bytes, name: str) -> Document:
     try:
         with zipfile.ZipFile(BytesIO(data)) as z:
             infos = z.infolist()
-        if not any(i.filename.startswith("word/document") for i in infos):
-            raise ConversionError(name, "is not a Word .docx file (a zip archive without "
-                                  "word/document.xml)")
-        if sum(i.file_size for i in infos) > _MAX_UNZIPPED:
-            raise ConversionError(name, "unpacks to more than 2 GB; not converted")
-        if any(i.flag_bits & 0x1 for i in infos):  # zipfile would raise RuntimeError
-            raise ConversionError(name, "is password-protected (its zip archive is "
-                                  "encrypted); not converted")
+            if not any(i.filename.startswith("word/document") for i in infos):
+                raise ConversionError(name, "is not a Word .docx file (a zip archive without "
+                                      "word/document.xml)")
+            if sum(i.file_size for i in infos) > MAX_INPUT_BYTES:
+                raise _too_large(name)
+            if any(i.flag_bits & 0x1 for i in infos):  # zipfile would raise RuntimeError
+                raise ConversionError(name, "is password-protected (its zip archive is "
+                                      "encrypted); not converted")
+            _count_unpacked(z, infos, name)
         return docx.Document(BytesIO(data))
     except _READ_ERRORS as exc:
         raise ConversionError(name, f"is a damaged Word file ({type(exc).__name__}: "

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..convert import converter_for
+from ..convert.base import MAX_INPUT_BYTES
 from ..documents import read_bytes, read_document
 from ..embeddings import Embedder
 from ..errors import ConfigError, DocumentError
@@ -63,8 +64,9 @@ DEFAULT_BATCH_BYTES = 2_000_000
 DEFAULT_BATCH_FILES = 512
 #: The largest file a run indexes: a larger one is skipped, named in
 #: ``UpdateReport.skipped`` (``ingest(max_file_bytes=)`` moves the limit). Indexing costs
-#: about 20 MB of memory per megabyte of text at its peak.
-MAX_FILE_BYTES = 100 * 2**20
+#: about 20 MB of memory per megabyte of text at its peak. A .docx may unpack to no more
+#: (:data:`~proxy_pointer.convert.base.MAX_INPUT_BYTES`, the one bound).
+MAX_FILE_BYTES = MAX_INPUT_BYTES
 #: Files larger than this are read after every smaller one of a run (:func:`run_order`), so a
 #: huge file delays no other; a progress callback sees it move as its texts are embedded.
 LARGE_FILE_BYTES = 4 * DEFAULT_BATCH_BYTES

@@ -334,19 +334,36 @@ def abbreviates(short: str, long: str) -> bool:
 
 
 def _fits(s: str, words: list[str]) -> bool:
-    """Whether ``s`` is, word by word, each word's initial and some more of its letters."""
-    if not words or not s:
-        return not words and not s
-    w = words[0]
-    if s[0] != w[0]:
-        return False
-    return any(_subsequence(s[1:1 + k], w[1:]) and _fits(s[1 + k:], words[1:])
-               for k in range(len(s)))
+    """Whether ``s`` is, word by word, each word's initial and some more of its letters.
+
+    Memoised on (position in ``s``, word): at most ``len(s) * len(words)`` states, each
+    trying the lengths of its word's part until one is not in order, so the cost is
+    polynomial (the plain recursion was exponential in the number of words: a 10-word
+    name took minutes)."""
+    seen: dict[tuple[int, int], bool] = {}
+
+    def fits(i: int, j: int) -> bool:
+        if j == len(words) or i == len(s):
+            return j == len(words) and i == len(s)
+        key = (i, j)
+        if key not in seen:
+            w = words[j]
+            seen[key] = s[i] == w[0] and any(
+                fits(i + 1 + k, j + 1)
+                for k in _in_order_lengths(s, i + 1, w[1:]))
+        return seen[key]
+
+    return fits(0, 0)
 
 
-def _subsequence(part: str, whole: str) -> bool:
+def _in_order_lengths(s: str, start: int, whole: str) -> range:
+    """The lengths ``k`` for which ``s[start:start + k]`` is a subsequence of ``whole``:
+    every length up to the longest such prefix (a longer one never is if a shorter is not)."""
     it = iter(whole)
-    return all(c in it for c in part)
+    k = 0
+    while start + k < len(s) and s[start + k] in it:
+        k += 1
+    return range(k + 1)
 
 
 def _abstract(text: str) -> str:

@@ -129,9 +129,12 @@ class Vocabulary:
 
     @cached_property
     def month_pattern(self) -> str:
-        """A regular expression for a month's name or abbreviation ("Dec.", "Sept")."""
+        """A regular expression for a month's name or abbreviation ("Dec.", "Sept"). The
+        letters after the abbreviation are bounded by the longest month's, so a run of
+        month-like letters ("janjanjan...") costs linear time, not quadratic."""
         abbr = sorted({m[:3] for m in self.months} | {"sept"}, key=lambda s: (-len(s), s))
-        return rf"(?:{'|'.join(abbr)})[a-z]*\.?"
+        rest = max(len(m) for m in self.months) - 3
+        return rf"(?:{'|'.join(abbr)})[a-z]{{0,{rest}}}\.?"
 
     @cached_property
     def month_numbers(self) -> dict[str, int]:

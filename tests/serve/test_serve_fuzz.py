@@ -55,7 +55,8 @@ def _client(location: Path, **app_options: object) -> TestClient:
     # Found: {"documents": [{"text": "&\u00b8w\u0097", "doc_id": "\u009b"}, {"doc_id": "0",
     # "text": ""}], "paths": [""]}: no chunk of the new segment holds a single BM25 term, and
     # bm25s could not build an empty vocabulary (ValueError: max() arg is an empty sequence).
-    [{"doc_id": "\u009b", "text": "&\u00b8w\u0097"}, {"doc_id": "0", "text": ""}],
+    # (An id holding U+009B, a C1 control, is refused now, as every hidden character is.)
+    [{"doc_id": "csi.md", "text": "&\u00b8w\u0097"}, {"doc_id": "0", "text": ""}],
     [{"doc_id": "x", "text": "&"}],
 ])
 def test_inline_documents_without_a_single_word_are_indexed(index_dir: Path,
