@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXPANDS", "MAX_QUESTION_CHARS", "MODES", "PACKINGS", "TUNING", "Expand", "Limits",
            "Mode", "Packing", "RetrievalConfig", "Tuning", "check_budget", "check_choice",
-           "check_count", "check_doc_ids", "check_k", "check_question"]
+           "check_count", "check_doc_ids", "check_k", "check_question", "check_where"]
 
 #: How nodes are ranked as sections (:mod:`.ranking`); the default first. The type serves
 #: schemas (the HTTP request model); the tuple serves checks and the CLI's choices.
@@ -58,6 +58,9 @@ class Limits:
     max_budget: int = 32_000
     max_k: int = 100
     max_doc_ids: int = 1_000
+    max_where_pairs: int = 32  # metadata / card filters of one request
+    max_where_chars: int = 200  # one filter's key or value (a period, an entity's name)
+    max_path_prefix_chars: int = 1_000  # a breadcrumb prefix
     max_body_bytes: int = 1_000_000  # HTTP bodies (JSON); enforced by the HTTP layer
 
 
@@ -96,6 +99,25 @@ def check_doc_ids(value: Sized, limits: Limits) -> None:
     if len(value) > limits.max_doc_ids:
         raise ConfigError(f"doc_ids must be at most {limits.max_doc_ids} ids, "
                           f"got {len(value)}")
+
+
+def check_where(where: Any, limits: Limits) -> None:
+    """At most ``limits.max_where_pairs`` filters, each key and value at most
+    ``limits.max_where_chars`` characters (``{"k": "v"}`` or ``["k=v"]``), checked before
+    any filter is read; :class:`ConfigError` naming the limit otherwise."""
+    if where is None:
+        return
+    pairs = list(where.items()) if isinstance(where, dict) else list(where)
+    if len(pairs) > limits.max_where_pairs:
+        raise ConfigError(f"where must be at most {limits.max_where_pairs} filters, "
+                          f"got {len(pairs)}")
+    for pair in pairs:
+        parts = pair if isinstance(pair, tuple | list) else (pair,)
+        longest = max((len(p) for p in parts if isinstance(p, str)), default=0)
+        if longest > limits.max_where_chars + (0 if isinstance(pair, tuple | list) else
+                                               limits.max_where_chars + 1):
+            raise ConfigError(f"a where filter's key and value must be at most "
+                              f"{limits.max_where_chars} characters each, got {longest}")
 
 
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:

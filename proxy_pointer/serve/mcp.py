@@ -53,8 +53,10 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 from .. import defaults
 from ..access import ANONYMOUS, Access
 from ..errors import ConfigError, ProxyPointerError
+from ..search.config import Limits
 from ..stores import open_store
 from ..vocab.synonyms import Synonyms
+from .http.models import where_type
 from .service import Service, describe_invalid
 
 __all__ = ["build_server", "serve"]
@@ -77,9 +79,6 @@ Ref = Annotated[str, Field(
     description="A ref as search or outline gives it: doc_id#node_id (a section), "
                 "doc_id#L12-30 or doc_id#L12 (1-based lines).")]
 DocId = Annotated[str, Field(description="A document id, as list_documents gives it.")]
-Where = Annotated[dict[str, str | int | float | bool] | None, Field(
-    description='Only documents whose metadata or card holds every pair, e.g. '
-                '{"entity": "3M", "period": "FY2021", "kind": "10-K"}.', max_length=32)]
 
 
 def build_server(service: Service, *, name: str = "proxy-pointer",
@@ -111,6 +110,10 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
                     f"(default {defaults.BUDGET}).", ge=1, le=limits.max_budget)]
     K = Annotated[int | None, Field(
         description=f"Most sections to return (default {defaults.K}).", ge=1, le=limits.max_k)]
+    Where = Annotated[where_type(limits) | None, Field(  # type: ignore[valid-type]
+        description='Only documents whose metadata or card holds every pair, e.g. '
+                    '{"entity": "3M", "period": "FY2021", "kind": "10-K"}.',
+        max_length=limits.max_where_pairs)]
     # Every tool only reads the index: clients may run them without asking the user.
     # (By the wire names: mcp 1.x and 2.x name the Python fields differently.)
     reads = ToolAnnotations.model_validate(
@@ -119,7 +122,8 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
     view = _Views(access, tokens)
 
     async def search(ctx: Context, question: Question, budget: Budget = None, k: K = None,
-                     doc_ids: DocIds = None, where: Where = None) -> dict[str, Any]:
+                     doc_ids: DocIds = None, where: Where = None  # type: ignore[valid-type]
+                     ) -> dict[str, Any]:
         return await _call(service.query, question, budget=budget, k=k, doc_ids=doc_ids,
                            where=where, access=view(ctx))
 
@@ -132,36 +136,47 @@ def build_server(service: Service, *, name: str = "proxy-pointer",
     async def list_documents(ctx: Context) -> dict[str, Any]:
         return {"documents": await _call(service.documents, access=view(ctx))}
 
-    types = {"Question": Question, "DocIds": DocIds, "Budget": Budget, "K": K}
+    types = {"Question": Question, "DocIds": DocIds, "Budget": Budget, "K": K, "Where": Where}
     for tool in (search, get_section, outline, list_documents):
         server.declare(tool, types)
-    server.add_tool(search, name="search", annotations=reads, description=(
-        "Find the sections of the indexed documents that answer a question. Returns "
-        "`contexts`: whole sections in rank order, each with `ref` (doc_id#node_id, or "
-        "doc_id#L12-30 for lines of a document without headings: the pointer get_section "
-        "opens), `path` (breadcrumb of headings), `title`, 1-based "
-        "inclusive `start_line`/`end_line`, `text`, `relevance` (0-1: how close the section's "
-        "best passage is to the question; near 0 means off topic), `score`, `tokens` and "
-        "`trimmed` (true when only a window of a long section fit: open it whole with "
-        "get_section); also "
-        f"`tokens_used`, `budget` and `routing` (the documents a question naming a company, "
-        f"period or form was kept to, and a `note` when none covers the period asked) and "
-        f"`expansion` (concepts named, such as working capital, with the statements and items "
-        f"searched for them). budget: 1..{limits.max_budget} tokens, k: 1..{limits.max_k}."))
-    server.add_tool(get_section, name="get_section", annotations=reads, description=(
-        "Read what a ref from search or outline points at: for doc_id#node_id the whole "
-        "section with subsections, for doc_id#L12-30 (or doc_id#L12) those lines. Returns "
-        "`text`, `ref`, `node_id` (null for lines), `title`, breadcrumb `path` and 1-based "
-        "inclusive `start_line`/`end_line`."))
-    server.add_tool(outline, name="outline", annotations=reads, description=(
-        "A document's heading tree without text: `nodes` in reading order, each with "
-        "`ref`, `node_id`, `title`, `level`, `parent_id` and 1-based inclusive "
-        "`start_line`/`end_line`. Use it to see what surrounds a search hit, then open "
-        "neighbouring sections with get_section."))
-    server.add_tool(list_documents, name="list_documents", annotations=reads, description=(
-        "The indexed documents: `documents`, each with `doc_id`, `title`, `kind`, `size` "
-        "(bytes) and `n_chunks`."))
+    for tool in (search, get_section, outline, list_documents):
+        server.add_tool(tool, name=tool.__name__, annotations=reads,
+                        description=_description(tool.__name__, limits))
     return server
+
+
+def _description(tool: str, limits: Limits) -> str:
+    """What a tool's description tells an agent (the search's with the served bounds)."""
+    if tool == "search":
+        return (
+            "Find the sections of the indexed documents that answer a question. Returns "
+            "`contexts`: whole sections in rank order, each with `ref` (doc_id#node_id, or "
+            "doc_id#L12-30 for lines of a document without headings: the pointer get_section "
+            "opens), `path` (breadcrumb of headings), `title`, 1-based "
+            "inclusive `start_line`/`end_line`, `text`, `relevance` (0-1: how close the "
+            "section's best passage is to the question; near 0 means off topic), `score`, "
+            "`tokens` and `trimmed` (true when only a window of a long section fit: open it "
+            "whole with get_section); also "
+            "`tokens_used`, `budget` and `routing` (the documents a question naming a company, "
+            "period or form was kept to, and a `note` when none covers the period asked) and "
+            "`expansion` (concepts named, such as working capital, with the statements and "
+            f"items searched for them). budget: 1..{limits.max_budget} tokens, "
+            f"k: 1..{limits.max_k}.")
+    return {
+        "get_section": (
+            "Read what a ref from search or outline points at: for doc_id#node_id the whole "
+            "section with subsections, for doc_id#L12-30 (or doc_id#L12) those lines. Returns "
+            "`text`, `ref`, `node_id` (null for lines), `title`, breadcrumb `path` and 1-based "
+            "inclusive `start_line`/`end_line`."),
+        "outline": (
+            "A document's heading tree without text: `nodes` in reading order, each with "
+            "`ref`, `node_id`, `title`, `level`, `parent_id` and 1-based inclusive "
+            "`start_line`/`end_line`. Use it to see what surrounds a search hit, then open "
+            "neighbouring sections with get_section."),
+        "list_documents": (
+            "The indexed documents: `documents`, each with `doc_id`, `title`, `kind`, `size` "
+            "(bytes) and `n_chunks`."),
+    }[tool]
 
 
 class _Views:

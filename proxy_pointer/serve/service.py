@@ -39,6 +39,7 @@ from ..search.config import (
     check_doc_ids,
     check_k,
     check_question,
+    check_where,
 )
 from ..search.retrieval import Retrieval
 from ..stores import Store, open_store
@@ -148,6 +149,7 @@ class Service:
             check_k(k, self.limits)
         if doc_ids is not None:
             check_doc_ids(doc_ids, self.limits)
+        check_where(where, self.limits)
         options: dict[str, Any] = {**self.query_options, "access": access.narrowed(where)}
         for name, value in (("budget", budget), ("k", k), ("path_prefix", path_prefix),
                             ("mode", mode)):

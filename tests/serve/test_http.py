@@ -512,3 +512,21 @@ def test_cli_serve_starts_the_app_with_its_options(built: Path, monkeypatch: pyt
     assert "4 documents" in err and "POST /index: on" in err and "/ask: off" in err
     assert "inspector: /" in err
     assert main(["serve", "--index", str(built / "missing")]) == 1
+
+
+def test_where_filters_are_bounded_before_any_work(client: TestClient) -> None:
+    """A card filter of month-like text once took seconds per request (and held /healthz):
+    keys and values over Limits.max_where_chars are refused with 422 naming the limit, in
+    a body and in a query string alike, and the server answers on."""
+    long = "jan" * 6_666  # 20 KB
+    message = _error(client.post("/query", json={"question": QUESTION,
+                                                 "where": {"period": long}}), 422)
+    assert "200" in message and "where" in message
+    message = _error(client.get("/documents", params={"where": f"period={long * 3}"}), 422)
+    assert "401" in message and "where" in message
+    too_many = {f"k{i}": "v" for i in range(33)}
+    assert "32" in _error(client.post("/query", json={"question": QUESTION,
+                                                      "where": too_many}), 422)
+    assert client.get("/healthz").status_code == 200
+    ok = client.post("/query", json={"question": QUESTION, "where": {"period": "FY2021"}})
+    assert ok.status_code == 200

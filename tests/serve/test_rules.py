@@ -30,7 +30,8 @@ from proxy_pointer.serve import service as service_module
 from proxy_pointer.serve.service import Service
 
 #: Bounds unlike the defaults, so a schema that ignored them would show.
-LIMITS = Limits(max_question_chars=321, max_budget=654, max_k=7, max_doc_ids=9)
+LIMITS = Limits(max_question_chars=321, max_budget=654, max_k=7, max_doc_ids=9,
+                max_where_pairs=5, max_where_chars=43)
 
 
 def _integer(prop: dict[str, Any]) -> tuple[int, int]:
@@ -65,6 +66,15 @@ def test_the_openapi_schema_states_the_rules(saved: Path) -> None:
     assert (props["question"]["minLength"], props["question"]["maxLength"]) == (
         1, LIMITS.max_question_chars)
     assert _typed(props["doc_ids"], "array")["maxItems"] == LIMITS.max_doc_ids
+    _where_bounded(_typed(props["where"], "object"))
+
+
+def _where_bounded(where: dict[str, Any]) -> None:
+    """A ``where`` object's bounds: pairs, key and text value lengths (``Limits``)."""
+    assert where["maxProperties"] == LIMITS.max_where_pairs
+    assert where["propertyNames"]["maxLength"] == LIMITS.max_where_chars
+    (text,) = [p for p in where["additionalProperties"]["anyOf"] if p.get("type") == "string"]
+    assert text["maxLength"] == LIMITS.max_where_chars
 
 
 def test_the_mcp_schema_states_the_rules(saved: Path) -> None:
@@ -81,6 +91,7 @@ def test_the_mcp_schema_states_the_rules(saved: Path) -> None:
     assert _integer(props["k"]) == (1, LIMITS.max_k)
     assert props["question"]["maxLength"] == LIMITS.max_question_chars
     assert _typed(props["doc_ids"], "array")["maxItems"] == LIMITS.max_doc_ids
+    _where_bounded(_typed(props["where"], "object"))
 
 
 @pytest.mark.parametrize("command", ["query", "ask"])

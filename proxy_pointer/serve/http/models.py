@@ -7,14 +7,22 @@ The query body is built per service (:func:`query_request`): its bounds are the 
 drift apart. The other bodies are fixed.
 """
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ...documents import MAX_SENT_DOC_ID
 from ...search.config import Limits, Mode, check_question
 
-__all__ = ["ERROR_STATUSES", "ErrorResponse", "IndexRequest", "InlineDocument",
-           "query_request"]
+__all__ = [
+    "ERROR_STATUSES",
+    "ErrorResponse",
+    "IndexRequest",
+    "InlineDocument",
+    "query_request",
+    "where_item_type",
+    "where_type",
+]
 
 #: The error statuses declared in the OpenAPI schema (:mod:`.http` says when each comes).
 ERROR_STATUSES = {
@@ -23,6 +31,18 @@ ERROR_STATUSES = {
     415: "Body sent without Content-Type: application/json", 422: "Validation error",
     500: "Unexpected server error (logged)", 502: "The LLM or embedding backend failed",
     503: "No LLM configured, or the index is busy"}
+
+
+def where_type(limits: Limits) -> Any:
+    """The type of a request's ``where``: keys and text values at most
+    ``limits.max_where_chars`` characters (the pairs are bounded where it is used)."""
+    text = Annotated[str, Field(max_length=limits.max_where_chars)]
+    return dict[text, text | int | float | bool]
+
+
+def where_item_type(limits: Limits) -> Any:
+    """One ``KEY=VALUE`` filter of a query string, at most a key and a value long."""
+    return Annotated[str, Field(max_length=2 * limits.max_where_chars + 1)]
 
 
 def query_request(limits: Limits) -> type[BaseModel]:
@@ -40,12 +60,13 @@ def query_request(limits: Limits) -> type[BaseModel]:
                               description="sections to keep")
         doc_ids: list[str] | None = Field(None, max_length=limits.max_doc_ids,
                                           description="search only these documents")
-        path_prefix: str | None = Field(None, max_length=1_000,
+        path_prefix: str | None = Field(None, max_length=limits.max_path_prefix_chars,
                                         description='only under this breadcrumb, e.g. "Chapter 2"')
         mode: Mode | None = None
-        where: dict[str, str | int | float | bool] | None = Field(
-            None, max_length=32, description='only documents whose metadata or card holds '
-            'every pair, e.g. {"year": 2024} or {"entity": "3M", "period": "FY2021"}')
+        where: where_type(limits) | None = Field(  # type: ignore[valid-type]
+            None, max_length=limits.max_where_pairs, description='only documents whose '
+            'metadata or card holds every pair, e.g. {"year": 2024} or {"entity": "3M", '
+            '"period": "FY2021"}')
 
         @field_validator("question", mode="before")
         @classmethod
@@ -60,7 +81,7 @@ def query_request(limits: Limits) -> type[BaseModel]:
 
 class InlineDocument(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    doc_id: str = Field(min_length=1, max_length=512, description="e.g. notes/a.md")
+    doc_id: str = Field(min_length=1, max_length=MAX_SENT_DOC_ID, description="e.g. notes/a.md")
     text: str
     metadata: dict[str, Any] | None = Field(
         None, description='e.g. {"access": ["hr"], "year": 2024}; "access" lists the '

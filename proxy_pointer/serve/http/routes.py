@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from ...access import Access
 from ..service import Service
 from .auth import Auth
-from .models import IndexRequest, query_request
+from .models import IndexRequest, query_request, where_item_type
 
 __all__ = ["View", "authorized", "document_routes", "health_routes", "index_routes", "pinned",
            "search_routes", "section_routes", "viewer"]
@@ -89,10 +89,11 @@ def document_routes(service: Service) -> APIRouter:
     router = APIRouter()
 
     @router.get("/documents", summary="Every document the caller may read")
-    def documents(request: Request, view: View, where: Annotated[list[str] | None, Query(
-            max_length=32, description="KEY=VALUE on metadata or card fields, e.g. "
-            "entity=3M, period=FY2021, kind=10-K (repeatable: all must hold)")] = None
-                  ) -> dict[str, Any]:
+    def documents(request: Request, view: View, where: Annotated[
+            list[where_item_type(service.limits)] | None, Query(  # type: ignore[valid-type]
+                max_length=service.limits.max_where_pairs, description="KEY=VALUE on "
+                "metadata or card fields, e.g. entity=3M, period=FY2021, kind=10-K "
+                "(repeatable: all must hold)")] = None) -> dict[str, Any]:
         filtered = view.narrowed(where)
         return pinned(service, request,
                       lambda: {"documents": service.documents(access=filtered)})
