@@ -16,6 +16,11 @@ Usage::
 ``--baseline DIR`` runs step 1 with the ``proxy_pointer`` of another checkout too (a git
 worktree of an older commit), on the same file, in the same run.
 Writes ``benchmarks/results/hostile.{json,md}``.
+
+``--inputs`` measures instead what each kind of hostile input (a month-like question, a card
+filter over HTTP, a cover page naming a long company, a .docx that inflates) costs at 1x,
+10x and 100x its size, with ``--baseline``'s code too (:mod:`.hostile_inputs`); writes
+``benchmarks/results/hostile-inputs.{json,md}``.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import hostile_inputs
 from .common import RESULTS, ROOT, WORK, environment, git_state, run_child, write_report
 
 WORDS = ("the revenue of the company grew in fiscal year while costs fell and margins rose "
@@ -137,7 +143,11 @@ def main() -> int:
     ap.add_argument("--baseline", type=Path, help="a checkout to measure step 1 with too")
     ap.add_argument("--skip-default", action="store_true", help="skip step 2")
     ap.add_argument("--out-dir", type=Path, default=RESULTS)
+    ap.add_argument("--inputs", action="store_true",
+                    help="each hostile input kind at 1x, 10x and 100x (hostile_inputs.py)")
     args = ap.parse_args()
+    if args.inputs:
+        return _inputs(args.baseline, args.out_dir)
     WORK.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
         work = Path(tmp)
@@ -154,6 +164,18 @@ def main() -> int:
             results["default"] = default_run(big)
             print("[hostile] default", results["default"], flush=True)
     write_report(args.out_dir, "hostile", results, _markdown(results, args.baseline))
+    return 0
+
+
+def _inputs(baseline: Path | None, out_dir: Path) -> int:
+    """Each hostile input kind at growing sizes, this checkout and ``baseline``."""
+    after = hostile_inputs.measure_all(None)
+    before = hostile_inputs.measure_all(baseline.resolve()) if baseline else None
+    commit = git_state(baseline).get("commit", "")[:7] if baseline else ""
+    results = {"after": after, "before": before, "baseline_commit": commit,
+               "environment": environment()}
+    write_report(out_dir, "hostile-inputs", results,
+                 hostile_inputs.markdown(after, before, commit))
     return 0
 
 
