@@ -40,13 +40,7 @@ WORDS = ("the revenue of the company grew in fiscal year while costs fell and ma
          "as demand for products held steady across regions").split()
 
 # Each child script starts with this: its imports and its own memory high-water mark.
-_PRELUDE = """
-import json, sys, time
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-"""
+_PRELUDE = hostile_inputs.PRELUDE
 
 _INDEX = _PRELUDE + """
 from proxy_pointer.embeddings.factory import make_embedder

@@ -36,7 +36,8 @@ from .common import ROOT
 
 __all__ = ["KINDS", "markdown", "measure_all"]
 
-_PRELUDE = """
+#: What every child script starts with: its imports and its own memory high-water mark.
+PRELUDE = """
 import json, sys, time
 def hwm():
     for line in open("/proc/self/status"):
@@ -44,7 +45,7 @@ def hwm():
             return int(line.split()[1]) / 1024
 """
 
-_QUESTION = _PRELUDE + """
+_QUESTION = PRELUDE + """
 from proxy_pointer import HashEmbedder, Index
 idx = Index.build([sys.argv[1]], embedder=HashEmbedder(64))
 idx.add_text("acme-10k.md", "# ACME CORP\\n\\nFORM 10-K\\n\\nFor the fiscal year ended "
@@ -56,7 +57,7 @@ idx.retrieve(q)
 print(json.dumps({"seconds": time.perf_counter() - t, "hwm_mib": hwm()}))
 """
 
-_HTTP = _PRELUDE + """
+_HTTP = PRELUDE + """
 import os, socket, subprocess, threading
 import httpx
 from proxy_pointer import HashEmbedder, Index
@@ -94,7 +95,7 @@ print(json.dumps({"seconds": seconds, "status": r.status_code,
                   "healthz_worst_ms": 1000 * worst[0], "hwm_mib": hwm()}))
 """
 
-_INDEX = _PRELUDE + """
+_INDEX = PRELUDE + """
 from proxy_pointer import HashEmbedder, Index
 t = time.perf_counter()
 idx = Index(embedder=HashEmbedder(64))
