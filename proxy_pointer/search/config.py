@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .. import defaults
-from ..access import EVERYONE, Access, Where
+from ..access import EVERYONE, Access, Where, parse_where
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -101,23 +101,20 @@ def check_doc_ids(value: Sized, limits: Limits) -> None:
                           f"got {len(value)}")
 
 
-def check_where(where: Any, limits: Limits) -> None:
-    """At most ``limits.max_where_pairs`` filters, each key and value at most
-    ``limits.max_where_chars`` characters (``{"k": "v"}`` or ``["k=v"]``), checked before
-    any filter is read; :class:`ConfigError` naming the limit otherwise."""
-    if where is None:
-        return
-    pairs = list(where.items()) if isinstance(where, dict) else list(where)
+def check_where(where: Where, limits: Limits) -> tuple[tuple[str, str], ...]:
+    """``where`` as its ``(key, value)`` pairs (:func:`~proxy_pointer.access.parse_where`)
+    when it holds at most ``limits.max_where_pairs`` filters, each key and value at most
+    ``limits.max_where_chars`` characters; :class:`ConfigError` naming the limit otherwise,
+    before any filter is matched."""
+    pairs = parse_where(where)
     if len(pairs) > limits.max_where_pairs:
         raise ConfigError(f"where must be at most {limits.max_where_pairs} filters, "
                           f"got {len(pairs)}")
-    for pair in pairs:
-        parts = pair if isinstance(pair, tuple | list) else (pair,)
-        longest = max((len(p) for p in parts if isinstance(p, str)), default=0)
-        if longest > limits.max_where_chars + (0 if isinstance(pair, tuple | list) else
-                                               limits.max_where_chars + 1):
-            raise ConfigError(f"a where filter's key and value must be at most "
-                              f"{limits.max_where_chars} characters each, got {longest}")
+    longest = max((len(part) for pair in pairs for part in pair), default=0)
+    if longest > limits.max_where_chars:
+        raise ConfigError(f"a where filter's key and value must be at most "
+                          f"{limits.max_where_chars} characters each, got {longest}")
+    return pairs
 
 
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:

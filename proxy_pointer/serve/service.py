@@ -149,8 +149,8 @@ class Service:
             check_k(k, self.limits)
         if doc_ids is not None:
             check_doc_ids(doc_ids, self.limits)
-        check_where(where, self.limits)
-        options: dict[str, Any] = {**self.query_options, "access": access.narrowed(where)}
+        pairs = check_where(where, self.limits)
+        options: dict[str, Any] = {**self.query_options, "access": access.narrowed(pairs)}
         for name, value in (("budget", budget), ("k", k), ("path_prefix", path_prefix),
                             ("mode", mode)):
             if value is not None:
