@@ -48,7 +48,7 @@ LAYERS = [
      "convert.pdf.lines", "convert.pdf.tables", "parse.periods", "parse.cards",
      "vocab.phrases", "vocab.filings", "vocab.synonyms", "vocab.understanding", "vocab",
      "vocab.keys", "parse.rows", "parse.splitting"},
-    {"convert.pdf.layout", "convert.pdf.contents"},
+    {"convert.pdf.layout", "convert.pdf.contents", "convert.pdf.filing"},
     {"convert.pdf.converter", "convert.pdf", "convert.html", "convert.docx", "convert",
      "documents", "parse.tree", "parse.headings", "refs", "parse"},
     {"parse.noise", "parse.blocks", "parse.chunking", "parse.segmentation", "parse.summaries"},

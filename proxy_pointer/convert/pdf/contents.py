@@ -70,6 +70,7 @@ _BULLET = re.compile(r"^[•▪●◦\-–*]\s")
 # are the vocabulary's: proxy_pointer/vocab/filings.toml)
 _STATEMENT = FILINGS.statement_pattern
 _CONTINUED = re.compile(r"\bcontinued\b|\(cont(?:'d|\.)?\)", re.IGNORECASE)
+_RUN_IN_ENDS = ".:\u2013\u2014"  # what ends a run-in title: "Business." "Business:"
 _CAPTION_LINES = 8  # a statement's title is among the first lines of its page
 _LABEL = re.compile(r"^\s*(?:part|item|note|section|chapter|article)\s+(?=[\divxlc]+[a-z]?\b)",
                     re.IGNORECASE)
@@ -234,7 +235,7 @@ def _match_at(lines: list[Line], k: int, want: str, full: str) -> int:
             or not (want.startswith(got) or got.startswith(want) or full.startswith(got))):
         return 0
     if len(got) > 1.5 * len(want) + 8 and not (ln.bold or ln.text.isupper()):
-        return 0  # a paragraph that begins with the title's words
+        return 1 if run_in(ln.text, want) else 0  # else a paragraph that begins so
     count = 1
     while (not (got.startswith(want) or got == full) and k + count < len(lines)
            and not lines[k + count].heading):
@@ -247,6 +248,21 @@ def _match_at(lines: list[Line], k: int, want: str, full: str) -> int:
     whole = got.startswith(want) or got == full
     return count if whole or (len(got) >= max(12, 0.6 * len(want))
                               and want.startswith(got)) else 0
+
+
+def run_in(text: str, want: str) -> bool:
+    """Whether a line opens with a labelled title that its text runs on from ("Item 1.
+    Business. Unless the context ..."): the words after the label spell ``want`` (a key
+    without label) and the last of them ends in a full stop, colon or dash."""
+    m = _LABEL.match(text)
+    if m is None:
+        return False
+    got = ""
+    for word in text[m.end():].split():
+        got += title_key(word)
+        if len(got) >= len(want):
+            return got == want and word[-1] in _RUN_IN_ENDS
+    return False
 
 
 def find_title(lines: list[Line], title: str, *, whole: bool = False
@@ -337,6 +353,8 @@ def _place(pages: list[list[Line]], entry: Entry, page: int, level: int) -> Line
         if _STATEMENT.match(entry.title):  # "... Statements of Income Corning Incorporated"
             split_title(lines, k, _core(entry.title))
             lines[k].caption = True
+        elif run_in(lines[k].text, want):  # "Item 1. Business. Unless the context ..."
+            split_title(lines, k, title_key(entry.title))
         lines[k].heading, lines[k].fixed = level, True
         return lines[k]
     return None

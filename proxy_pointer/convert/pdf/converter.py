@@ -34,6 +34,7 @@ from ...parse.rows import is_table_row
 from ...vocab.keys import alnum
 from ..base import ConversionError, Converted
 from .contents import Placement, place_contents, place_statements
+from .filing import shape_filing
 from .layout import layout_headings
 from .lines import BULLET, Line, Reader, drop_running_lines, is_toc_page
 from .tables import group_tables
@@ -48,7 +49,7 @@ class PdfConverter:
     """PDF to Markdown (pypdfium2, layout-based headings); see the module docstring."""
 
     name = "pdf"
-    version = "4"
+    version = "5"
     suffixes = CONVERTED_FORMATS["pdf:PdfConverter"]
 
     def convert(self, data: bytes, name: str) -> Converted:
@@ -74,6 +75,7 @@ class PdfConverter:
             placed = place_contents(pages, toc, printed)
             statements = place_statements(pages, placed.anchors)
             layout_headings(pages, toc, placed.anchors)
+            shape_filing(pages, toc)
             if placed.missing:
                 warnings.append(_missing_entries(name, placed))
             structure = (("contents_entries", placed.found + len(placed.missing)),
