@@ -148,8 +148,9 @@ def _index_options(i: argparse.ArgumentParser) -> None:
                         '"access": [groups allowed to read it], ...any other fields}; a '
                         "metadata-only change re-embeds nothing")
     i.add_argument("--quiet", action="store_true",
-                   help="no progress (a bar on a terminal, else a line every "
-                        f"{progress.PROGRESS_EVERY:.0f}s on stderr)")
+                   help="no progress (pages, files, chunks and time left on stderr: a "
+                        "bar on a terminal, else a line every "
+                        f"{progress.PROGRESS_EVERY:.0f}s)")
 
 
 def _query_options(q: argparse.ArgumentParser) -> None:

@@ -1,6 +1,7 @@
 """Indexing progress for people, from :class:`~proxy_pointer.ingest.IngestProgress` events
 (``Index.update(progress=...)``, the CLI's ``index``): a redrawn bar on a terminal, a plain
-line now and then where stderr is a log.
+line now and then where stderr is a log; both say the same thing (:func:`describe`): pages
+done of all, files, chunks, time so far and time left.
 """
 
 from __future__ import annotations
@@ -11,48 +12,74 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..ingest import IngestProgress
 
-__all__ = ["PROGRESS_EVERY", "Bar", "Lines", "display"]
+__all__ = ["PROGRESS_EVERY", "Bar", "Lines", "describe", "display"]
 
-#: Seconds between progress lines when stderr is not a terminal.
+#: Seconds between progress lines when stderr is not a terminal (the first line that shows
+#: work done and the last are printed whenever they come).
 PROGRESS_EVERY = 30.0
 
 
+def _clock(seconds: float) -> str:
+    """``m:ss``, or ``h:mm:ss`` from an hour on."""
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def describe(event: IngestProgress) -> str:
+    """One line of progress: ``120/1,153 pages (10%), 3/22 files, 1,204 chunks, 0:45,
+    about 6:30 left`` (``time left: measuring`` until a page is done)."""
+    total = max(event.pages_total, 1)
+    left = event.seconds_left
+    return (f"{event.pages_done:,.0f}/{event.pages_total:,} pages "
+            f"({100 * event.pages_done / total:.0f}%), "
+            f"{event.documents_done}/{event.documents_total} files, "
+            f"{event.chunks_done:,} chunks, {_clock(event.elapsed)}, "
+            + ("time left: measuring" if left is None else f"about {_clock(left)} left"))
+
+
 class Bar:
-    """Indexing progress on stderr: bytes read (with MB/s and an ETA), documents, chunks."""
+    """Indexing progress on stderr, redrawn: a bar of pages and :func:`describe`'s line."""
 
     def __init__(self) -> None:
         from tqdm import tqdm
 
-        self._bar = tqdm(total=0, unit="B", unit_scale=True, desc="indexing",
-                         file=sys.stderr, leave=False)
+        self._bar = tqdm(total=1, desc="indexing", file=sys.stderr, leave=False,
+                         bar_format="{bar:20}| {desc}")
 
     def __call__(self, event: IngestProgress) -> None:
-        self._bar.total = event.bytes_total
-        self._bar.set_postfix_str(
-            f"docs {event.documents_done}/{event.documents_total}, "
-            f"chunks {event.chunks_done} ({event.chunks_embedded} embedded)", refresh=False)
-        # update(), not assigning n: tqdm's rate and ETA follow the increments.
-        self._bar.update(event.bytes_done - self._bar.n)
+        self._bar.total = max(event.pages_total, 1)
+        self._bar.n = event.pages_done
+        self._bar.set_description_str(f"indexing: {describe(event)}", refresh=False)
+        self._bar.refresh()
+
+    @property
+    def text(self) -> str:
+        """What the bar shows now."""
+        return str(self._bar)
 
     def close(self) -> None:
         self._bar.close()
 
 
 class Lines:
-    """Indexing progress where stderr is a log (CI, nohup, Docker), not a terminal: a plain
-    line every :data:`PROGRESS_EVERY` seconds instead of a redrawn bar."""
+    """Indexing progress where stderr is a log (CI, nohup, Docker), not a terminal: the
+    totals, the first line that shows work done, then one every :data:`PROGRESS_EVERY`
+    seconds and the last, each :func:`describe`'s line."""
 
     def __init__(self) -> None:
-        self._last = 0.0
+        self._last: float | None = None
+        self._moved = False
 
     def __call__(self, event: IngestProgress) -> None:
-        if event.elapsed - self._last < PROGRESS_EVERY:
+        first_move = event.pages_done > 0 and not self._moved
+        last = event.pages_done >= event.pages_total and event.documents_done > 0
+        if not (self._last is None or first_move or last
+                or event.elapsed - self._last >= PROGRESS_EVERY):
             return
-        self._last = event.elapsed
-        print(f"indexing: {event.documents_done}/{event.documents_total} files, "
-              f"{event.bytes_done / 1e6:.1f}/{event.bytes_total / 1e6:.1f} MB, "
-              f"{event.chunks_done} chunks ({event.chunks_embedded} embedded), "
-              f"{event.elapsed:.0f}s", file=sys.stderr, flush=True)
+        self._last, self._moved = event.elapsed, self._moved or event.pages_done > 0
+        print(f"indexing: {describe(event)}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         pass

@@ -23,6 +23,7 @@ __all__ = [
     "convert_file",
     "converter_for",
     "converter_id",
+    "count_pages",
     "page_label",
     "page_of",
     "page_span",
@@ -49,6 +50,17 @@ def converter_for(name: str) -> Converter | None:
         conv = getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
         _LOADED[spec] = conv
     return conv
+
+
+def count_pages(path: str) -> int | None:
+    """A PDF's page count without converting it (pdfium reads its page tree, not its
+    pages), for progress; None for other formats and for a file pdfium cannot open (its
+    conversion reports the problem)."""
+    if os.path.splitext(path)[1].lower() not in CONVERTED_FORMATS["pdf:PdfConverter"]:
+        return None
+    from .pdf.converter import count_pages as pdf_pages
+
+    return pdf_pages(path)
 
 
 def converter_id(conv: Converter) -> str:

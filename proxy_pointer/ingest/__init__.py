@@ -32,8 +32,10 @@ from .parsing import (
 )
 from .pipeline import (
     DEFAULT_BATCH_BYTES,
+    FIRST_EMBED_STEP,
     LARGE_FILE_BYTES,
     MAX_FILE_BYTES,
+    PAGE_BYTES,
     IngestProgress,
     IngestResult,
     UpdateReport,
@@ -47,8 +49,10 @@ __all__ = [
     "DEFAULT_BATCH_BYTES",
     "EMBED_STEP",
     "EXECUTORS",
+    "FIRST_EMBED_STEP",
     "LARGE_FILE_BYTES",
     "MAX_FILE_BYTES",
+    "PAGE_BYTES",
     "RAY_HINT",
     "Batch",
     "Executor",

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..convert import converter_for
+from ..convert import converter_for, count_pages
 from ..convert.base import MAX_INPUT_BYTES
 from ..documents import read_bytes, read_document
 from ..embeddings import Embedder
@@ -62,6 +62,12 @@ __all__ = ["DEFAULT_BATCH_BYTES", "LARGE_FILE_BYTES", "MAX_FILE_BYTES", "IngestP
 DEFAULT_BATCH_BYTES = 2_000_000
 #: Files per batch at most, so a folder of tiny files still streams.
 DEFAULT_BATCH_FILES = 512
+#: Bytes of a file without pages of its own (Markdown, text, HTML, Word) counted as one page
+#: of progress: about a printed page of prose.
+PAGE_BYTES = 3_000
+#: Texts in the first embedder call of a batch, doubling up to ``EMBED_STEP``: progress
+#: moves after a few dozen chunks, not a few hundred.
+FIRST_EMBED_STEP = 32
 #: The largest file a run indexes: a larger one is skipped, named in
 #: ``UpdateReport.skipped`` (``ingest(max_file_bytes=)`` moves the limit). Indexing costs
 #: about 20 MB of memory per megabyte of text at its peak. A .docx may unpack to no more
@@ -77,11 +83,14 @@ class IngestProgress:
     """Where a build or update stands; passed to the ``progress`` callback.
 
     ``documents_*`` count every document looked at (unchanged and unreadable ones too);
-    ``bytes_*`` their file sizes (``bytes_done`` moves within a batch as its texts are
-    embedded). ``chunks_done``: chunks of finished documents, vectors ready (reused or new);
+    ``bytes_*`` their file sizes; ``pages_*`` their pages, the unit people follow: a PDF's
+    own page count (read before it is converted), one page per :data:`PAGE_BYTES` of any
+    other file. ``bytes_done`` and ``pages_done`` move within a batch as its texts are
+    embedded. ``chunks_done``: chunks of finished documents, vectors ready (reused or new);
     ``chunks_embedded``: texts sent to the embedder so far. ``elapsed``: seconds since the
     update began. Events come in order and every counter only grows; the last one has
-    ``documents_done == documents_total`` and ``bytes_done == bytes_total``.
+    ``documents_done == documents_total``, ``bytes_done == bytes_total`` and ``pages_done
+    == pages_total``.
     """
 
     documents_done: int
@@ -91,6 +100,15 @@ class IngestProgress:
     chunks_done: int
     chunks_embedded: int
     elapsed: float
+    pages_done: float = 0.0
+    pages_total: int = 0
+
+    @property
+    def seconds_left(self) -> float | None:
+        """Time left at the rate so far (pages per second), None until a page is done."""
+        if self.pages_done <= 0:
+            return None
+        return max(0.0, self.elapsed * (self.pages_total - self.pages_done) / self.pages_done)
 
 
 @dataclass
@@ -230,15 +248,17 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
     batches = _plan(sized, batch_bytes)
     run.total_docs = len(sources)
     run.total_bytes = sum(size for batch in batches for _, size in batch)
+    run.pages = {id(src): _pages(src, size) for src, size in sized}
+    run.total_pages = sum(run.pages.values())
     job = Job(embedder, config, recover_headings, index_llm)
     with executor.start(job, batches=len(batches)) as pool:
         wanted = pool.batch_bytes(batch_bytes, run.total_bytes)
         if wanted != batch_bytes:
             batches = _plan(sized, wanted)
         # Submitted batches, oldest first: (read documents, their stored vectors, the
-        # batch's documents and bytes, the executor's handle).
+        # batch's documents, bytes and pages, the executor's handle).
         flight: deque[tuple[list[ReadDocument], list[tuple[str, np.ndarray]], int, int,
-                            object]] = deque()
+                            int, object]] = deque()
         run.report()
         for i in range(len(batches) + 1):
             if i < len(batches):
@@ -248,11 +268,12 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
                 stored = run.stored(docs)
                 handle = pool.submit(docs, skip=frozenset(text for text, _ in stored))
                 flight.append((docs, stored, len(batches[i]),
-                               sum(size for _, size in batches[i]), handle))
+                               sum(size for _, size in batches[i]),
+                               sum(run.pages[id(src)] for src, _ in batches[i]), handle))
             # The executor works on the batches after the oldest while it is staged.
             while flight and (i == len(batches) or len(flight) > pool.window):
-                docs, stored, n_docs, size, handle = flight.popleft()
-                run.finish(docs, stored, pool.result(handle), n_docs, size)
+                docs, stored, n_docs, size, pages, handle = flight.popleft()
+                run.finish(docs, stored, pool.result(handle), n_docs, (size, pages))
     return run.result
 
 
@@ -265,6 +286,12 @@ def _size(src: Source) -> int:
         return os.stat(src.source_path).st_size
     except OSError:
         return 0
+
+
+def _pages(src: Source, size: int) -> int:
+    """A source's pages of progress (:class:`IngestProgress`)."""
+    counted = count_pages(src.source_path) if src.text is None else None
+    return counted if counted is not None else max(1, -(-size // PAGE_BYTES))
 
 
 def run_order(sources: Sequence[Source]) -> list[Source]:
@@ -288,12 +315,14 @@ def source_bytes(sources: Sequence[Source]) -> int:
 
 def _plan(sized: Sequence[tuple[Source, int]], batch_bytes: int
           ) -> list[list[tuple[Source, int]]]:
-    """Consecutive batches of ``(source, size)``."""
+    """Consecutive batches of ``(source, size)``; the first holds one file, so the first
+    results (and progress) come after one file's parsing, not a whole batch's."""
     batches: list[list[tuple[Source, int]]] = []
     batch: list[tuple[Source, int]] = []
     total = 0
     for src, size in sized:
-        if batch and (total + size > batch_bytes or len(batch) >= DEFAULT_BATCH_FILES):
+        if batch and (total + size > batch_bytes or len(batch) >= DEFAULT_BATCH_FILES
+                      or not batches):
             batches.append(batch)
             batch, total = [], 0
         batch.append((src, size))
@@ -323,15 +352,19 @@ class _Run:
         self.total_docs = self.total_bytes = 0
         self.max_file_bytes = max_file_bytes
         self.docs_done = self.bytes_done = self.chunks_done = 0
+        self.pages: dict[int, int] = {}  # id(source) -> its pages of progress
+        self.total_pages = self.pages_done = 0
 
-    def report(self, bytes_done: int | None = None) -> None:
+    def report(self, share: float = 0.0, batch: tuple[int, int] = (0, 0)) -> None:
+        """An event; ``share`` of the ``(bytes, pages)`` of the batch in hand is done."""
         if self.progress is not None:
             self.progress(IngestProgress(
                 documents_done=self.docs_done, documents_total=self.total_docs,
-                bytes_done=self.bytes_done if bytes_done is None else bytes_done,
+                bytes_done=self.bytes_done + int(batch[0] * share),
                 bytes_total=self.total_bytes, chunks_done=self.chunks_done,
                 chunks_embedded=self.result.embedded,
                 elapsed=time.perf_counter() - self.started,
+                pages_done=self.pages_done + batch[1] * share, pages_total=self.total_pages,
             ))
 
     def read(self, batch: list[tuple[Source, int]]) -> list[ReadDocument]:
@@ -386,10 +419,10 @@ class _Run:
         return None
 
     def finish(self, docs: list[ReadDocument], stored: list[tuple[str, np.ndarray]],
-               batch: Batch, n_docs: int, batch_size: int) -> None:
+               batch: Batch, n_docs: int, batch_size: tuple[int, int]) -> None:
         """Embed what the executor left of a batch's new texts, stage its documents;
         ``stored``: the stored vectors of ``docs``; ``n_docs`` and ``batch_size``: the
-        whole batch's documents and bytes, for progress."""
+        whole batch's documents and ``(bytes, pages)``, for progress."""
         timings = self.result.timings
         timings["waiting"] += batch.wait_seconds
         timings["embedding"] += batch.embed_seconds
@@ -415,12 +448,13 @@ class _Run:
         new = {text: given[text] for text in todo if text in given}
         here = [text for text in todo if text not in given]
         self.result.embedded += len(todo) - len(here)
-        for start in range(0, len(here), EMBED_STEP):
-            step = here[start:start + EMBED_STEP]
+        start, size = 0, FIRST_EMBED_STEP
+        while start < len(here):
+            step = here[start:start + size]
             new.update(zip(step, embed_checked(self.embedder, step), strict=True))
             self.result.embedded += len(step)
-            done = min(start + EMBED_STEP, len(here))
-            self.report(self.bytes_done + batch_size * done // (len(here) + 1))
+            start, size = start + len(step), min(EMBED_STEP, size * 2)
+            self.report(start / (len(here) + 1), batch_size)
         timings["embedding"] += time.perf_counter() - t
         t = time.perf_counter()
         for doc, p in pairs:
@@ -433,7 +467,8 @@ class _Run:
             self.chunks_done += len(p.chunks)
         timings["staging"] += time.perf_counter() - t
         self.docs_done += n_docs
-        self.bytes_done += batch_size
+        self.bytes_done += batch_size[0]
+        self.pages_done += batch_size[1]
         self.report()
 
     def _vectors(self, chunks: Sequence[Chunk], keys: Mapping[str, bytes],

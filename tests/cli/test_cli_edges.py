@@ -5,6 +5,7 @@ Each failure is one readable line on stderr and a non-zero exit status."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -101,11 +102,18 @@ def test_progress_lines_when_stderr_is_not_a_terminal(capsys, monkeypatch: pytes
     assert "\r" not in err  # lines, not a redrawn bar
     lines = err.splitlines()
     assert lines and all(line.startswith("indexing: ") for line in lines)
-    assert lines[-1].startswith("indexing: 3/3 files, ") and " chunks (" in lines[-1]
+    assert lines[0].startswith("indexing: 0/3 pages (0%), 0/3 files, 0 chunks, 0:0")
+    assert lines[0].endswith("time left: measuring")
+    assert re.match(r"indexing: 3/3 pages \(100%\), 3/3 files, \d+ chunks, \d+:\d\d, "
+                    r"about 0:00 left$", lines[-1]), lines[-1]
 
     monkeypatch.setattr(progress, "PROGRESS_EVERY", 3600.0)
+    (docs / "more.md").write_text("# More\n\nA new section of text to index.\n")
     assert main(["index", str(docs), "--index", str(tmp_path / "idx")]) == 0
-    assert capsys.readouterr().err == ""  # nothing before the interval
+    # within the interval: the totals, the first line with work done, the last
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(",")[0] for line in lines] == [
+        "indexing: 0/4 pages (0%)", "indexing: 1/4 pages (25%)", "indexing: 4/4 pages (100%)"]
 
 
 def test_batch_rows_are_the_shared_payload(capsys, docs: Path, tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from proxy_pointer.embeddings import CachedEmbedder, HashEmbedder, RecordingEmbe
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.index import Index, IngestProgress
 from proxy_pointer.ingest import (
+    FIRST_EMBED_STEP,
+    PAGE_BYTES,
     Batch,
     Executor,
     Job,
@@ -104,12 +106,15 @@ def test_progress_events_grow_and_end_at_the_totals(tmp_path: Path) -> None:
     assert last.bytes_done == last.bytes_total == sum(f.stat().st_size for f in files)
     assert last.chunks_done == len(idx.reader.chunks) and last.chunks_embedded == rep.embedded
     assert events[0].documents_done == 0 and len(events) > 4
+    assert last.pages_done == last.pages_total == sum(
+        -(-f.stat().st_size // PAGE_BYTES) for f in files)  # one page per 3,000 bytes
     for before, after in itertools.pairwise(events):
         for name in ("documents_done", "bytes_done", "chunks_done", "chunks_embedded",
-                     "elapsed"):
+                     "elapsed", "pages_done"):
             assert getattr(after, name) >= getattr(before, name), name
         assert after.documents_total == before.documents_total
         assert after.bytes_total == before.bytes_total
+        assert after.pages_total == before.pages_total
 
 
 def test_bad_batch_settings_are_refused(tmp_path: Path) -> None:
@@ -200,20 +205,55 @@ def test_executors_are_objects_and_strings_only_name_them(tmp_path: Path) -> Non
         RayExecutor().start(job, batches=1)
 
 
-def test_cli_bar_shows_bytes_documents_and_chunks(capsys: pytest.CaptureFixture[str]
-                                                  ) -> None:
-    from proxy_pointer.cli.progress import Bar
+def test_cli_bar_and_lines_say_the_same(capsys: pytest.CaptureFixture[str]) -> None:
+    from proxy_pointer.cli.progress import Bar, Lines, describe
 
+    events = [IngestProgress(documents_done=done, documents_total=8, bytes_done=done * 10**6,
+                             bytes_total=8 * 10**6, chunks_done=40 * done,
+                             chunks_embedded=30 * done, elapsed=30.0 * done,
+                             pages_done=120.0 * done, pages_total=960) for done in (0, 3)]
     bar = Bar()
-    for done in (0, 3):
-        bar(IngestProgress(documents_done=done, documents_total=8, bytes_done=done * 10**6,
-                           bytes_total=8 * 10**6, chunks_done=40 * done,
-                           chunks_embedded=30 * done, elapsed=0.5 * done))
-    line = str(bar._bar)  # what tqdm shows now (it throttles what reaches stderr)
+    for event in events:
+        bar(event)
+    shown = bar.text
     bar.close()
-    assert "3.00M/8.00M" in line and "B/s" in line
-    assert "docs 3/8" in line and "chunks 120 (90 embedded)" in line
-    assert "indexing" in capsys.readouterr().err
+    capsys.readouterr()
+    lines = Lines()
+    for event in events:
+        lines(event)
+    said = describe(events[-1])
+    assert said == "360/960 pages (38%), 3/8 files, 120 chunks, 1:30, about 2:30 left"
+    assert shown.endswith(f"| indexing: {said}")
+    assert capsys.readouterr().err.splitlines()[-1] == f"indexing: {said}"
+    assert describe(events[0]).endswith("0:00, time left: measuring")
+
+
+def test_progress_moves_within_the_first_file_of_a_pdf_folder(tmp_path: Path) -> None:
+    """Pages and time left from the first events: before the first file's batch is done,
+    after one embedder call of at most FIRST_EMBED_STEP texts (a count, not a timing)."""
+    from fpdf import FPDF
+
+    docs = tmp_path / "pdfs"
+    docs.mkdir()
+    for n, pages in enumerate((12, 5, 3)):
+        pdf = FPDF()
+        for p in range(pages):
+            pdf.add_page()
+            pdf.set_font("helvetica", size=10)
+            for line in range(30):
+                pdf.cell(0, 5, f"File {n} page {p} line {line}: words of a paragraph {line * p}.",
+                         new_x="LMARGIN", new_y="NEXT")
+        (docs / f"f{n}.pdf").write_bytes(bytes(pdf.output()))
+    embedder = RecordingEmbedder(32)
+    events: list[tuple[IngestProgress, int, int]] = []  # (event, embedder calls, texts)
+    Index(embedder=embedder).update([docs], workers=0, progress=lambda e: events.append(
+        (e, embedder.calls, len(embedder.texts))))
+    assert events[0][0].pages_total == 20 and events[0][0].pages_done == 0
+    moved, calls, texts = next(x for x in events if x[0].pages_done > 0)
+    assert moved.documents_done == 0  # within the first file
+    assert calls == 1 and texts <= FIRST_EMBED_STEP
+    assert moved.seconds_left is not None
+    assert events[-1][0].pages_done == 20
 
 
 # --- a run killed mid-way resumes from the embedding cache ------------------------------------

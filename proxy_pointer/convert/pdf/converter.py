@@ -39,7 +39,7 @@ from .layout import layout_headings
 from .lines import BULLET, Line, Reader, drop_running_lines, is_toc_page
 from .tables import group_tables
 
-__all__ = ["PdfConverter"]
+__all__ = ["PdfConverter", "count_pages"]
 
 _MARKDOWN_START = re.compile(r"^(?:#|```|~~~|>|[-=_*\s]{3,}$)")
 _HYPHENS = "-\u00ad\ufffe"
@@ -114,6 +114,18 @@ class PdfConverter:
             raise ConversionError(name, f"cannot be read as a PDF (damaged?): {exc}") from None
         finally:
             pdf.close()
+
+
+def count_pages(path: str) -> int | None:
+    """The page count of the PDF at ``path``, or None where pdfium cannot open it."""
+    try:
+        pdf = pdfium.PdfDocument(path)
+    except (pdfium.PdfiumError, OSError, ValueError):
+        return None
+    try:
+        return len(pdf)
+    finally:
+        pdf.close()
 
 
 def _outline(pdf: pdfium.PdfDocument) -> list[tuple[int, str, int]]:
