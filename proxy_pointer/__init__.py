@@ -20,6 +20,7 @@ from .errors import (
     ConfigError,
     DocumentError,
     EmbeddingError,
+    ExecutorError,
     IndexCorruptError,
     IndexLockedError,
     IndexMismatchError,
@@ -88,8 +89,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "LLM", "Answer", "CachedEmbedder", "Chunk", "ChunkConfig", "Citation", "ConfigError",
-    "DocumentError", "DocumentRecord", "Embedder", "EmbeddingError", "GeminiEmbedder",
-    "GeminiLLM", "HashEmbedder", "Index", "IndexCorruptError", "IndexLockedError",
+    "DocumentError", "DocumentRecord", "Embedder", "EmbeddingError", "ExecutorError",
+    "GeminiEmbedder", "GeminiLLM", "HashEmbedder", "Index", "IndexCorruptError", "IndexLockedError",
     "IndexMismatchError", "IndexNotFoundError", "IngestProgress", "LLMError", "LLMReply",
     "LexicalIndex", "LocalStore", "Manifest", "MilvusStore", "Node", "NoiseConfig",
     "NotFoundError", "OnnxEmbedder", "OpenAICompatibleLLM", "ProxyPointerError",

@@ -11,6 +11,7 @@ __all__ = [
     "ConfigError",
     "DocumentError",
     "EmbeddingError",
+    "ExecutorError",
     "IndexCorruptError",
     "IndexLockedError",
     "IndexMismatchError",
@@ -71,6 +72,11 @@ class IndexLockedError(ProxyPointerError):
 class StoreError(ProxyPointerError):
     """An index store cannot be reached or refused an operation (a Milvus server down,
     a Milvus Lite file another process holds); the message names the location."""
+
+
+class ExecutorError(ProxyPointerError):
+    """An executor cannot start or reach its workers (a Ray that does not start in time, a
+    ``RAY_ADDRESS`` nobody answers at); the message says which and what to try."""
 
 
 class EmbeddingError(ProxyPointerError):

@@ -21,7 +21,8 @@ PACKAGE = Path(proxy_pointer.__file__).parent
 #: removed from (or added to) this list on purpose.
 PUBLIC = {
     "LLM", "Answer", "CachedEmbedder", "Chunk", "ChunkConfig", "Citation", "ConfigError",
-    "DocumentError", "DocumentRecord", "Embedder", "EmbeddingError", "GeminiEmbedder",
+    "DocumentError", "DocumentRecord", "Embedder", "EmbeddingError", "ExecutorError",
+    "GeminiEmbedder",
     "GeminiLLM", "HashEmbedder", "Index", "IngestProgress", "IndexCorruptError", "IndexLockedError",
     "IndexMismatchError", "IndexNotFoundError", "NotFoundError", "LLMError", "LLMReply",
     "LexicalIndex", "LocalStore", "Manifest",

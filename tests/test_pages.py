@@ -150,6 +150,8 @@ def test_service_outline_and_documents_show_pages(pdf_docs: Path, tmp_path: Path
     docs = {d["doc_id"]: d for d in svc.documents()}
     assert docs["report.pdf"]["pages"] == 5 and docs["report.pdf"]["converter"]
     assert docs["notes.md"]["pages"] is None
+    # a PDF's format is "pdf", whatever its card says it is (10-K, ...)
+    assert (docs["report.pdf"]["format"], docs["notes.md"]["format"]) == ("pdf", "markdown")
     outline = svc.outline("report.pdf")
     assert outline["nodes"] and all(n["pages"] is not None for n in outline["nodes"])
     assert svc.section_by_ref("report.pdf#p2")["pages"] == [2, 2]

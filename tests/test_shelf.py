@@ -125,8 +125,9 @@ def test_cli_documents_and_query(shelf: Path, capsys: pytest.CaptureFixture[str]
         ["acme-2021.md", "10-K", "Acme Corp", "FY2021"],
         ["acme-2022.md", "10-K", "Acme Corp", "FY2022"]]
     assert main(["documents", "--index", str(shelf), "--json"]) == 0
-    rows = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
+    rows = json.loads(capsys.readouterr().out)["documents"]  # one document, as HTTP's
     assert {r["doc_id"]: r["card"]["kind"] for r in rows}["globex-2022.md"] == "10-K"
+    assert {r["format"] for r in rows} == {"markdown"}
     assert main(["query", "--index", str(shelf), "Globex revenue in FY2022"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("--- routed by Globex, FY2022 to globex-2022.md")

@@ -175,7 +175,8 @@ def _section_options(r: argparse.ArgumentParser) -> None:
 def _documents_options(d: argparse.ArgumentParser) -> None:
     _add_index_option(d)
     _add_principal_option(d, where=True)
-    d.add_argument("--json", action="store_true", help="print one JSON object per line")
+    d.add_argument("--json", action="store_true",
+                   help='print one JSON document, {"documents": [...]}, as GET /documents')
 
 
 def _serve_options(s: argparse.ArgumentParser) -> None:
@@ -466,11 +467,13 @@ def _cmd_section(args: argparse.Namespace) -> int:
 
 def _cmd_documents(args: argparse.Namespace) -> int:
     docs = _open_service(args).documents(access=Access.of(args.principal, args.where))
+    if args.json:  # one JSON document, as GET /documents answers and query --json prints
+        print(json.dumps({"documents": docs}, ensure_ascii=False, indent=2))
+        return 0
     for d in docs:
         c = d["card"]
-        print(json.dumps(d, ensure_ascii=False) if args.json else "\t".join(
-            (d["doc_id"], c.get("kind") or "-", c.get("entity") or "-",
-             c.get("period") or "-", c.get("title") or d["title"])))
+        print("\t".join((d["doc_id"], c.get("kind") or "-", c.get("entity") or "-",
+                         c.get("period") or "-", c.get("title") or d["title"])))
     return 0
 
 
@@ -537,13 +540,15 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         raise ConfigError(needs("the MCP server", "the MCP SDK", "mcp"))
     from ..serve.mcp import serve
 
-    if args.transport == "http":
+    def announce() -> None:  # once the index loaded and the address was allowed
         print(f"proxy-pointer: MCP over streamable HTTP at http://{args.host}:{args.port}/mcp",
               file=sys.stderr)
+
     tokens = read_tokens(args.tokens) if args.tokens else None
     serve(args.index, transport=args.transport, host=args.host, port=args.port, tokens=tokens,
           token=args.milvus_token, principal=args.principal or (), synonyms=args.synonyms,
-          vocabulary=args.vocabulary, aliases=args.aliases)
+          vocabulary=args.vocabulary, aliases=args.aliases,
+          announce=announce if args.transport == "http" else None)
     return 0
 
 

@@ -31,7 +31,7 @@ from typing import Any, Self
 import numpy as np
 
 from ..embeddings import CachedEmbedder, Embedder, embedder_from_id
-from ..errors import ConfigError, ProxyPointerError
+from ..errors import ConfigError, ExecutorError, ProxyPointerError
 from ..package import needs
 from ..parse.chunking import ChunkConfig
 from .executor import EMBED_STEP, Batch, Job, check_workers, embed_checked, usable_cpus
@@ -62,7 +62,14 @@ def start_ray() -> Any:
             options.update(num_cpus=usable_cpus(), include_dashboard=False,
                            # Actors must import this very package, installed or not.
                            runtime_env={"env_vars": {"PYTHONPATH": _package_root()}})
-        ray.init(address=address, **options)
+        try:
+            ray.init(address=address, **options)
+        except Exception as e:  # Ray raises several kinds (timeouts, connection, runtime)
+            where = f"at RAY_ADDRESS={address}" if address else "on this machine"
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            raise ExecutorError(
+                f"could not start or reach Ray {where}: {first} (check `ray status`, or "
+                "index without --executor ray)") from None
     return ray
 
 

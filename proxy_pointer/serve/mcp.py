@@ -174,8 +174,9 @@ def _description(tool: str, limits: Limits) -> str:
             "`start_line`/`end_line`. Use it to see what surrounds a search hit, then open "
             "neighbouring sections with get_section."),
         "list_documents": (
-            "The indexed documents: `documents`, each with `doc_id`, `title`, `kind`, `size` "
-            "(bytes) and `n_chunks`."),
+            "The indexed documents: `documents`, each with `doc_id`, `title`, `format` (pdf, "
+            "html, docx, markdown, text), `size` (bytes), `n_chunks` and `card` (entity, kind "
+            "such as 10-K, period)."),
     }[tool]
 
 
@@ -258,12 +259,16 @@ def serve(location: str | os.PathLike[str], *, transport: Literal["stdio", "http
           host: str = HOST, port: int = PORT, token: str | None = None,
           principal: Sequence[str] = (), tokens: Mapping[str, Access] | None = None,
           synonyms: Synonyms | str | os.PathLike[str] | None = None, vocabulary: bool = True,
-          aliases: Synonyms | str | os.PathLike[str] | None = None) -> None:
+          aliases: Synonyms | str | os.PathLike[str] | None = None,
+          announce: Callable[[], None] | None = None) -> None:
     """Load the index at ``location`` (a directory or ``milvus:URI[#NAME]``; ``token`` for a
     Milvus server) and serve it until the client goes away (stdio) or Ctrl-C (http), to a
     client in the groups ``principal`` (none: it reads documents without ``access`` only).
     Over HTTP with ``tokens`` (:func:`~proxy_pointer.access.read_tokens`, as ``serve``
     takes them) every request needs a bearer token and reads what it grants.
+
+    ``announce`` is called once the index is loaded and every check passed, just before
+    serving (the CLI prints the URL then, never before a refusal).
 
     Raises :class:`~proxy_pointer.errors.ConfigError` for HTTP on an address other
     machines reach without ``tokens`` (anyone there could read what ``principal`` reads),
@@ -281,6 +286,8 @@ def serve(location: str | os.PathLike[str], *, transport: Literal["stdio", "http
         service.index.embedder.embed_query("warm up")  # the model loads now, not mid-request
     server = build_server(service, host=host, port=port, access=Access.of(principal),
                           tokens=tokens if transport == "http" else None)
+    if announce is not None:
+        announce()
     if transport == "stdio":
         anyio.run(server.run_stdio_async)
     else:

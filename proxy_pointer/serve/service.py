@@ -179,15 +179,16 @@ class Service:
 
     def documents(self, *, access: Access = ANONYMOUS) -> list[dict[str, Any]]:
         """Every document ``access`` sees (its ``where`` filters included): ``doc_id``,
-        ``title``, ``kind``, ``size``, ``n_chunks``, ``pages`` (a converted PDF's page
-        count, else None), ``converter`` (``"pdf/1"``, or None), ``metadata`` (without the
-        access list) and ``card`` (what the document is: entity, kind, period, ... as
+        ``title``, ``format`` (the file's: ``pdf``, ``html``, ``docx``, ``markdown`` or
+        ``text``), ``size``, ``n_chunks``, ``pages`` (a converted PDF's page count, else
+        None), ``converter`` (``"pdf/5"``, or None), ``metadata`` (without the access list)
+        and ``card`` (what the document is: entity, kind such as 10-K, period, ... as
         routing reads it, metadata fields of the same names in place)."""
         with self.pinned() as idx:
             reader = idx.reader
             seen = reader.visible_documents(access)
             cards = reader.cards()
-            return [{"doc_id": d, "title": r.title, "kind": r.kind, "size": r.size,
+            return [{"doc_id": d, "title": r.title, "format": r.format, "size": r.size,
                      "n_chunks": r.n_chunks, "pages": len(r.pages) or None,
                      "converter": r.converter or None, "metadata": public_metadata(r.metadata),
                      "card": cards[d].to_dict()}

@@ -46,6 +46,12 @@ class DocumentRecord:
     # title, entity and its names, kind, period; {} for indexes saved before cards.
     card: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def format(self) -> str:
+        """The file's format: the converter's name for a converted file (``pdf``, ``html``,
+        ``docx``), else ``markdown`` or ``text``; ``kind`` is how the stored copy parses."""
+        return self.converter.split("/")[0] if self.converter else self.kind
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (one line of ``documents.jsonl``)."""
         d = dataclasses.asdict(self)

@@ -180,3 +180,24 @@ def test_serve_checks_its_options_before_saying_it_serves(capsys, docs: Path,
     assert main(["serve", "--index", str(tmp_path / "none")]) == 1
     out, err = capsys.readouterr()
     assert "serving" not in out + err and "no index at" in _error_line(err)
+
+
+def test_a_ray_that_does_not_start_is_one_line(capsys, monkeypatch: pytest.MonkeyPatch,
+                                               docs: Path, tmp_path: Path) -> None:
+    ray = pytest.importorskip("ray")
+
+    def timed_out(**options: object) -> None:
+        raise TimeoutError("Timed out after 60 seconds waiting for the GCS to start.\n"
+                           "Traceback (most recent call last): ...")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", timed_out)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    code = main(["index", str(docs), "--index", str(tmp_path / "idx"), "--embedder", "hash:64",
+                 "--executor", "ray", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("proxy-pointer: error: could not start or reach Ray on this machine: "
+                           "Timed out")
+    assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == ["lock"]  # no index

@@ -261,6 +261,15 @@ def test_cards_and_routing_are_shown(tmp_path: Path) -> None:
     routing = page.texts("#routing")[0]
     assert routing.startswith("Routed by Acme, FY2019 to acme-2021.md, acme-2022.md.")
     assert "No document of Acme Corp covers FY2019." in routing
+    # the "Only in" list marks the routed files
+    assert sorted(t.strip() for t in page.texts(".routed")) == [
+        "acme-2021.md (routed)", "acme-2022.md (routed)"]
+    # a question that names no company says so, and marks nothing
+    with serve_asgi(create_app(service)) as base:
+        page = _Page(_dump(f"{base}/?{urlencode({'q': 'widget revenue growth'})}",
+                           tmp_path / "profile2"))
+    assert page.texts("#routing")[0].startswith("Not routed: the question names no company")
+    assert page.texts(".routed") == []
 
 
 def test_a_concept_question_shows_what_it_was_expanded_with(tmp_path: Path) -> None:

@@ -268,7 +268,8 @@ def test_http_on_an_open_address_needs_tokens(index_dir: Path,
     code = cli.main(["mcp", "--index", str(index_dir), "--transport", "http", "--host",
                      "0.0.0.0", "--principal", "hr"])
     assert code == 1
-    assert "refusing to serve MCP over HTTP on 0.0.0.0 without tokens" in capsys.readouterr().err
+    (line,) = capsys.readouterr().err.strip().splitlines()  # refused, never announced first
+    assert "refusing to serve MCP over HTTP on 0.0.0.0 without tokens" in line
 
 
 async def test_http_with_tokens_reads_what_each_token_grants(tmp_path: Path) -> None:

@@ -67,6 +67,9 @@ def test_the_openapi_schema_states_the_rules(saved: Path) -> None:
         1, LIMITS.max_question_chars)
     assert _typed(props["doc_ids"], "array")["maxItems"] == LIMITS.max_doc_ids
     _where_bounded(_typed(props["where"], "object"))
+    # what /sections says of pages is what it does: a PDF's pages open (tests/test_pages.py)
+    sections = schema["paths"]["/sections"]["get"]["description"]
+    assert "no indexed format has a page map" not in sections and "PDF" in sections
 
 
 def _where_bounded(where: dict[str, Any]) -> None:

@@ -126,8 +126,9 @@ def section_routes(service: Service) -> APIRouter:
         """A whole section with its subsections (node ref) or those lines of the stored
         document (line ref): ``doc_id``, ``node_id`` (null for lines), ``ref``, ``title``,
         ``path``, 1-based inclusive ``start_line``/``end_line`` and ``text``. 400 for a
-        malformed ref, 404 for a document, section or lines the index lacks (and for pages:
-        no indexed format has a page map yet)."""
+        malformed ref, 404 for a document, section, lines or pages the index lacks (pages:
+        of a converted PDF, or a Word file that records its page breaks; other documents
+        have none)."""
         return pinned(service, request, lambda: service.section_by_ref(ref, access=view))
 
     return router

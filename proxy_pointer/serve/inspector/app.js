@@ -180,6 +180,7 @@
       list.append(el("li", { class: "muted", text: "The index holds no documents." }));
     }
     fillForm(state);
+    markRouted();
   }
 
   async function loadTree(details, docId) {
@@ -261,17 +262,39 @@
     }
   }
 
+  // The "Only in" list marks the documents the last question was routed to (again when
+  // the list arrives after the answer).
+  let routedTo = [];
+  function markRouted() {
+    for (const label of $("doc-filter").querySelectorAll("label")) {
+      const box = label.querySelector("input");
+      const on = routedTo.includes(box ? box.value : "");
+      label.classList.toggle("routed", on);
+      const mark = label.querySelector(".routed-mark");
+      if (on && !mark) label.append(el("span", { class: "routed-mark", text: " (routed)" }));
+      if (!on && mark) mark.remove();
+    }
+  }
+
   function render(data) {
     renderBudget(data);
     // Which documents the question's names and period sent it to, and what is missing.
+    // Not routed is said too, with why: no name the cards know, or none of their documents.
     const r = data.routing || {};
+    const routed = r.documents || [];
     const routing = $("routing");
-    routing.hidden = !(r.documents || []).length;
-    if (!routing.hidden) {
-      const asked = [(r.names || []).join(", "), r.period, r.kind].filter(Boolean).join(", ");
-      routing.textContent = `Routed by ${asked} to ${r.documents.join(", ")}.`
-        + (r.note ? ` ${r.note}` : "");
-    }
+    const asked = [(r.names || []).join(", "), r.period, r.kind].filter(Boolean).join(", ");
+    routing.hidden = false;
+    routing.classList.toggle("unrouted", !routed.length);
+    routing.textContent = (routed.length
+      ? `Routed by ${asked} to ${routed.join(", ")}.`
+      : (r.names || []).length
+        ? `Not routed: ${asked} fits no document's card, so every document was searched.`
+        : "Not routed: the question names no company, ticker or alias a document's card "
+          + "knows, so every document was searched.")
+      + (r.note ? ` ${r.note}` : "");
+    routedTo = routed;
+    markRouted();
     // What the question was expanded with: concepts, the statements they need, synonyms.
     const e = data.expansion || {};
     const expansion = $("expansion");
