@@ -72,11 +72,11 @@ LAYERS = [
     {"search.retrieval"},
     {"search.synthesis"},
     {"ingest.parsing", "ingest.executor", "ingest.ray", "ingest.pipeline", "ingest.factory",
-     "ingest", "cli.progress"},
+     "ingest", "cli.progress", "cli.options"},
     {"index"},  # the writer; its retrieve/ask call the layers below
     {"serve.service", "serve.adapters", "serve"},
-    {"cli.commands", "cli", "cli.__main__", "langchain", "llama_index", "serve.http.app",
-     "serve.http", "serve.http.routes", "serve.http.models", "serve.http.auth",
+    {"cli.commands", "cli.servers", "cli", "cli.__main__", "langchain", "llama_index",
+     "serve.http.app", "serve.http", "serve.http.routes", "serve.http.models", "serve.http.auth",
      "serve.http.guard", "serve.mcp", "__init__"},
 ]
 

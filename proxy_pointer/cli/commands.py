@@ -22,64 +22,18 @@ if TYPE_CHECKING:
     from ..serve.service import Service
 
 from .. import defaults
-from ..access import EVERYONE, Access, read_metadata_file, read_tokens
+from ..access import EVERYONE, Access, read_metadata_file
 from ..errors import ConfigError, DocumentError, NotFoundError, ProxyPointerError
-from ..package import needs
-from ..search.config import EXPANDS, MODES, PACKINGS, RetrievalConfig
+from ..search.config import RetrievalConfig
 from . import progress
+from .options import (
+    add_index_option,
+    add_principal_option,
+    add_retrieval_options,
+)
+from .servers import cmd_mcp, cmd_serve, mcp_options, serve_options
 
 __all__ = ["main"]
-
-def _add_index_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--index", default=defaults.INDEX_DIR,
-                   help="index directory, or milvus:URI[#NAME] for Milvus "
-                   "(default: %(default)s)")
-    p.add_argument("--milvus-token", default=None, metavar="TOKEN",
-                   help="token of a Milvus server (default: $MILVUS_TOKEN)")
-
-
-def _add_retrieval_options(p: argparse.ArgumentParser) -> None:
-    _add_index_option(p)
-    p.add_argument("--budget", type=int, default=defaults.BUDGET,
-                   help="context token budget (default %(default)s)")
-    p.add_argument("--k", type=int, default=defaults.K,
-                   help="unique sections to keep (default %(default)s)")
-    p.add_argument("--k-search", type=int, default=defaults.K_SEARCH,
-                   help="chunks to search (default %(default)s)")
-    p.add_argument("--doc", action="append", default=None, metavar="DOC_ID",
-                   help="search only this document (repeatable)")
-    p.add_argument("--path", default=None, metavar="PREFIX",
-                   help='search only under this breadcrumb prefix, e.g. "Chapter 2"')
-    p.add_argument("--expand", choices=EXPANDS, default=defaults.EXPAND,
-                   help="hand over whole sections with subsections, or own text only")
-    p.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=defaults.HYBRID,
-                   help="fuse BM25 with dense search (default on; --no-hybrid: dense only)")
-    p.add_argument("--mode", choices=MODES, default=defaults.MODE,
-                   help="rank sections by their best chunk, over the collapsed tree, or "
-                        "top-down (default %(default)s)")
-    p.add_argument("--packing", choices=PACKINGS, default=defaults.PACKING,
-                   help="fill the budget with the best blocks of the sections, or with whole "
-                        "sections in rank order (default %(default)s)")
-    _add_principal_option(p, where=True)
-    _add_vocabulary_options(p)
-
-
-def _add_vocabulary_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--synonyms", metavar="FILE", help="Solr-format synonyms for questions")
-    p.add_argument("--aliases", metavar="FILE", help="company names for routing ('Pepsi, PepsiCo')")
-    p.add_argument("--vocabulary", action=argparse.BooleanOptionalAction, default=True, help=(
-        "search a filing concept (working capital, capex) with its statements (default on)"))
-
-
-def _add_principal_option(p: argparse.ArgumentParser, *, where: bool = False) -> None:
-    p.add_argument("--principal", action="append", default=None, metavar="GROUP",
-                   help="read as a member of GROUP (repeatable): documents whose metadata "
-                        "'access' names none of the groups are hidden (default: all documents)")
-    if where:
-        p.add_argument("--where", action="append", default=None, metavar="KEY=VALUE",
-                       help="only documents whose metadata or card has KEY=VALUE (entity=3M, "
-                            "period=FY2021, kind=10-K; repeatable: all must hold)")
-
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
@@ -114,7 +68,7 @@ def _tree_options(t: argparse.ArgumentParser) -> None:
 
 def _index_options(i: argparse.ArgumentParser) -> None:
     i.add_argument("paths", nargs="+")
-    _add_index_option(i)
+    add_index_option(i)
     i.add_argument("--root", default=None, help="doc ids are paths relative to this folder")
     i.add_argument("--include", action="append", default=None, metavar="GLOB")
     i.add_argument("--exclude", action="append", default=[], metavar="GLOB")
@@ -155,7 +109,7 @@ def _index_options(i: argparse.ArgumentParser) -> None:
 
 def _query_options(q: argparse.ArgumentParser) -> None:
     q.add_argument("question", nargs="?")
-    _add_retrieval_options(q)
+    add_retrieval_options(q)
     q.add_argument("--json", action="store_true", help="print JSON")
     q.add_argument("--questions", default=None, help="batch: JSONL with id, question[, doc_id]")
     q.add_argument("--output", default=None, help="batch: JSONL output file (default stdout)")
@@ -166,68 +120,28 @@ def _query_options(q: argparse.ArgumentParser) -> None:
 def _section_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("ref", help="a ref as query prints it: doc_id#node_id (a whole section), "
                    "doc_id#L12-30 or doc_id#L12 (1-based lines), doc_id#p3-5 (pages)")
-    _add_index_option(r)
-    _add_principal_option(r)
+    add_index_option(r)
+    add_principal_option(r)
     r.add_argument("--json", action="store_true",
                    help="print JSON: text, ref, title, path, start_line, end_line")
 
 
 def _documents_options(d: argparse.ArgumentParser) -> None:
-    _add_index_option(d)
-    _add_principal_option(d, where=True)
+    add_index_option(d)
+    add_principal_option(d, where=True)
     d.add_argument("--json", action="store_true",
                    help='print one JSON document, {"documents": [...]}, as GET /documents')
 
 
-def _serve_options(s: argparse.ArgumentParser) -> None:
-    _add_index_option(s)
-    _add_vocabulary_options(s)
-    s.add_argument("--host", default="127.0.0.1",
-                   help="address to bind (default %(default)s, this machine only)")
-    s.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
-    s.add_argument("--llm", default=None,
-                   help="LLM for POST /ask, as for ask (default $PROXY_POINTER_LLM or gemini; "
-                        "none: /ask answers 503)")
-    s.add_argument("--llm-base-url", default=None,
-                   help="base URL of an OpenAI-compatible server (Ollama, vLLM, ...)")
-    s.add_argument("--docs-root", default=None, metavar="DIR",
-                   help="folder POST /index may read server-side paths from (doc ids "
-                        "relative to it); POST /index needs $PROXY_POINTER_TOKEN set")
-    s.add_argument("--tokens", default=None, metavar="TOKENS.json",
-                   help='bearer tokens and their groups: {"TOKEN": ["group", ...], '
-                        '"ADMIN": "*"}; a request without a valid token reads only documents '
-                        "without 'access'")
-    s.add_argument("--require-token", action="store_true",
-                   help="answer requests without a valid token with 401")
-    s.add_argument("--log-level", default="info",
-                   choices=["critical", "error", "warning", "info", "debug"])
-
-
 def _ask_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("question")
-    _add_retrieval_options(a)
+    add_retrieval_options(a)
     a.add_argument("--llm", default=None,
                    help="gemini[:MODEL] | openai:MODEL (with --llm-base-url or OPENAI_BASE_URL)"
                         " | none; default $PROXY_POINTER_LLM or gemini")
     a.add_argument("--llm-base-url", default=None,
                    help="base URL of an OpenAI-compatible server (Ollama, vLLM, ...)")
     a.add_argument("--json", action="store_true")
-
-
-def _mcp_options(m: argparse.ArgumentParser) -> None:
-    _add_index_option(m)
-    _add_vocabulary_options(m)
-    m.add_argument("--principal", action="append", default=None, metavar="GROUP",
-                   help="the client reads as a member of GROUP (repeatable); without it, "
-                        "only documents without 'access'")
-    m.add_argument("--transport", choices=["stdio", "http"], default="stdio",
-                   help="stdio (spawned by the client, the default) or streamable HTTP")
-    m.add_argument("--host", default="127.0.0.1", help="http: address to bind (default "
-                   "%(default)s, this machine only)")
-    m.add_argument("--port", type=int, default=8765, help="http: port (default %(default)s)")
-    m.add_argument("--tokens", default=None, metavar="FILE",
-                   help="http: bearer tokens and their groups, as for serve; required to "
-                        "bind an address other machines reach")
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -477,38 +391,6 @@ def _cmd_documents(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
-    import importlib.util
-    import os
-
-    if any(importlib.util.find_spec(m) is None for m in ("fastapi", "uvicorn")):
-        raise ConfigError(needs("the HTTP server", "FastAPI and uvicorn", "serve"))
-    from ..llm import make_llm
-    from ..serve.http import TOKEN_ENV, run
-    from ..serve.service import Service
-    from ..stores import open_store
-
-    tokens = read_tokens(args.tokens) if args.tokens else None
-    llm = make_llm(args.llm, base_url=args.llm_base_url)
-    service = Service(open_store(args.index, token=args.milvus_token), llm=llm,
-                      synonyms=args.synonyms, vocabulary=args.vocabulary, aliases=args.aliases)
-    token = os.environ.get(TOKEN_ENV) or None
-    health = service.health(access=EVERYONE)
-
-    def announce() -> None:  # once the index, --docs-root and the app are good
-        print(f"proxy-pointer: serving {args.index} ({health['documents']} documents, "
-              f"{health['chunks']} chunks) at http://{args.host}:{args.port} (inspector: /, "
-              f"API docs: /docs); /ask: {llm.model_id if llm is not None else 'off (no LLM)'}"
-              f"; POST /index: {'on' if token else f'off (set {TOKEN_ENV})'}"
-              f"; readers: {len(tokens or {})} tokens"
-              f"{', required' if args.require_token else ''}", file=sys.stderr)
-
-    run(service, host=args.host, port=args.port, token=token or "", docs_root=args.docs_root,
-        tokens=tokens, require_token=args.require_token, log_level=args.log_level,
-        announce=announce)
-    return 0
-
-
 def _cmd_ask(args: argparse.Namespace) -> int:
     from ..llm import make_llm
     from ..search.synthesis import ENABLE_SYNTHESIS_HINT
@@ -530,25 +412,6 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         print(f"  [{s.ref}, {s.where}] {s.breadcrumb}")
     for w in answer.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    return 0
-
-
-def _cmd_mcp(args: argparse.Namespace) -> int:
-    import importlib.util
-
-    if importlib.util.find_spec("mcp") is None:
-        raise ConfigError(needs("the MCP server", "the MCP SDK", "mcp"))
-    from ..serve.mcp import serve
-
-    def announce() -> None:  # once the index loaded and the address was allowed
-        print(f"proxy-pointer: MCP over streamable HTTP at http://{args.host}:{args.port}/mcp",
-              file=sys.stderr)
-
-    tokens = read_tokens(args.tokens) if args.tokens else None
-    serve(args.index, transport=args.transport, host=args.host, port=args.port, tokens=tokens,
-          token=args.milvus_token, principal=args.principal or (), synonyms=args.synonyms,
-          vocabulary=args.vocabulary, aliases=args.aliases,
-          announce=announce if args.transport == "http" else None)
     return 0
 
 
@@ -580,11 +443,11 @@ _COMMANDS = {
                           "period)", _documents_options, _cmd_documents),
     "section": _Command("print what a ref points at (a section, or lines)", _section_options,
                         _cmd_section),
-    "serve": _Command("serve the index over HTTP (FastAPI; docs at /docs)", _serve_options,
-                      _cmd_serve),
+    "serve": _Command("serve the index over HTTP (FastAPI; docs at /docs)", serve_options,
+                      cmd_serve),
     "ask": _Command("retrieve sections and synthesize a cited answer", _ask_options, _cmd_ask),
-    "mcp": _Command("serve the index to agents over the Model Context Protocol", _mcp_options,
-                    _cmd_mcp),
+    "mcp": _Command("serve the index to agents over the Model Context Protocol", mcp_options,
+                    cmd_mcp),
 }
 
 
