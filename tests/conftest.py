@@ -87,3 +87,20 @@ def gemini(_gemini_server):
     _gemini_server.text, _gemini_server.generate = "OK", None
     yield _gemini_server
     _gemini_server.reset()
+
+
+# --- what the README's test command leaves to CI ------------------------------------------
+#: Modules whose every test is slow: fast mode's offline distillation, Milvus Lite (a
+#: server per test), Ray (a cluster per module), killed-writer cycles. ``.ci/run`` runs the
+#: slow tests after the README's command (``-m slow``); the README's command skips them.
+SLOW_MODULES = frozenset({"test_static_embedder.py", "test_milvus.py", "test_ray.py",
+                          "test_crash_consistency.py"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark slow: the tests of :data:`SLOW_MODULES` and every Milvus Lite test or variant
+    (its name or parameters say ``milvus``); others carry ``@pytest.mark.slow`` themselves
+    (the real model end to end, the shared dev data)."""
+    for item in items:
+        if item.path.name in SLOW_MODULES or "milvus" in item.name.lower():
+            item.add_marker(pytest.mark.slow)

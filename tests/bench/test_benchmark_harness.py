@@ -328,6 +328,7 @@ def test_pageindex_result_becomes_pieces_and_costs():
 
 
 # --- smoke runs ----------------------------------------------------------------------------------
+@pytest.mark.slow  # every method end to end (34 s); CI runs it
 def test_smoke_every_non_pageindex_method_on_sample(tmp_path):
     ds = load_dataset(SAMPLE)
     results = run_benchmark(ds, methods=list(DEFAULT_METHODS), scopes=["per-doc", "corpus"],

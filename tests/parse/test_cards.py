@@ -232,6 +232,7 @@ EXPECTED = {  # file -> (kind, entity, period): read from each filing's own cove
 }
 
 
+@pytest.mark.slow  # the shared dev data: CI runs it
 @pytest.mark.skipif(not SHARED.is_dir(), reason="financebench-dev is not beside the repo")
 def test_every_dev_filing_gets_its_entity_form_and_period() -> None:
     from proxy_pointer.convert import convert_file

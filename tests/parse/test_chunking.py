@@ -629,6 +629,7 @@ def test_property_chunks_point_exactly_and_cover_each_body(doc, size, chars):
 
 
 # --- the shared corpora (only where present) ------------------------------------------------
+@pytest.mark.slow  # the shared dev data: CI runs it
 @pytest.mark.skipif(not (SHARED / "finance-10k" / "docs").is_dir(), reason="no shared data")
 @pytest.mark.parametrize("name", ["AMD_2022_10K.md", "AMERICANEXPRESS_2022_10K.md",
                                   "BOEING_2022_10K.md", "PEPSICO_2022_10K.md"])
@@ -652,6 +653,7 @@ def test_ten_k_filings(name, cfg):
                 assert size > cfg.chunk_size // 2, c.chunk_id
 
 
+@pytest.mark.slow  # the shared dev data: CI runs it
 @pytest.mark.skipif(not (SHARED / "qasper-dev" / "docs").is_dir(), reason="no shared data")
 def test_qasper_sample():
     files = sorted((SHARED / "qasper-dev" / "docs").glob("*.md"))[::10]

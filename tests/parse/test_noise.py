@@ -330,6 +330,7 @@ KEPT_10K = {
 }
 
 
+@pytest.mark.slow  # the shared dev data: CI runs it
 @pytest.mark.skipif(not SHARED_10K.is_dir(), reason="shared 10-K data not present")
 @pytest.mark.parametrize("name", sorted(EXPECTED_10K))
 def test_ten_k_noise_title_by_title(name):

@@ -130,6 +130,7 @@ def test_query_synonyms_finds_the_handbook_section_the_question_abbreviates(
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
+@pytest.mark.slow  # the shared dev data: CI runs it
 @pytest.mark.skipif(not (SHARED / "financebench-dev").is_dir(),
                     reason="financebench-dev is not beside the repo")
 def test_every_dev_10k_hands_over_its_balance_sheet_for_working_capital() -> None:
