@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 
 from ..documents import CONVERTED_FORMATS, read_bytes
 from .base import ConversionError, Converted, Converter, page_label, page_of, page_span
@@ -36,6 +37,7 @@ CONVERTERS: dict[str, str] = {
 }
 
 _LOADED: dict[str, Converter] = {}
+_PDF = "pdf:PdfConverter"  # the paged converter, which reports its pages as it reads them
 
 
 def converter_for(name: str) -> Converter | None:
@@ -56,7 +58,7 @@ def count_pages(path: str) -> int | None:
     """A PDF's page count without converting it (pdfium reads its page tree, not its
     pages), for progress; None for other formats and for a file pdfium cannot open (its
     conversion reports the problem)."""
-    if os.path.splitext(path)[1].lower() not in CONVERTED_FORMATS["pdf:PdfConverter"]:
+    if os.path.splitext(path)[1].lower() not in CONVERTED_FORMATS[_PDF]:
         return None
     from .pdf.converter import count_pages as pdf_pages
 
@@ -68,12 +70,19 @@ def converter_id(conv: Converter) -> str:
     return f"{conv.name}/{conv.version}"
 
 
-def convert_bytes(data: bytes, name: str) -> Converted:
-    """Convert ``data``, the bytes of a file called ``name``; :class:`ConversionError`."""
+def convert_bytes(data: bytes, name: str, *,
+                  on_page: Callable[[], None] | None = None) -> Converted:
+    """Convert ``data``, the bytes of a file called ``name``; :class:`ConversionError`.
+    ``on_page``: called after each page a paged converter (PDF) reads, for progress."""
     conv = converter_for(name)
     if conv is None:
         raise ConversionError(name, "is not a format proxy-pointer converts "
                               f"(converted: {', '.join(sorted(CONVERTERS))})")
+    if on_page is not None and CONVERTERS[os.path.splitext(name)[1].lower()] == _PDF:
+        from .pdf.converter import PdfConverter
+
+        assert isinstance(conv, PdfConverter)
+        return conv.convert(data, name, on_page=on_page)
     return conv.convert(data, name)
 
 

@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
@@ -48,6 +48,8 @@ class Job:
     config: ChunkConfig
     recover_headings: bool = False
     index_llm: LLM | None = None  # only where parsing runs in this process
+    # Called after each PDF page converted in this process (progress); never sent elsewhere.
+    on_page: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,8 @@ class LocalExecutor:
     the current one (``None``: :func:`default_workers`; ``0``: parse here, in turn with
     embedding). The pool is started only for a run of more than one batch, and never when
     the noise filter or summaries ask an LLM (the client object stays in this process).
+    The first batch is parsed here, while the pool starts on the second, so that its pages
+    are counted as they are read (``Job.on_page``).
     Raises :class:`~proxy_pointer.errors.ConfigError` for a bad ``workers``.
 
     >>> LocalExecutor(workers=0).window
@@ -179,10 +183,11 @@ class LocalExecutor:
         self.workers = workers
         self._job: Job | None = None
         self._pool: ProcessPoolExecutor | None = None
+        self._submitted = 0
 
     def start(self, job: Job, *, batches: int) -> Self:
         n = default_workers() if self.workers is None else self.workers
-        self._job = job
+        self._job, self._submitted = job, 0
         if n > 0 and batches >= 2 and not job.config.noise.use_llm and not job.config.summaries:
             self._pool = _start_pool(n)
         return self
@@ -193,8 +198,9 @@ class LocalExecutor:
     def submit(self, docs: Sequence[ReadDocument], *, skip: frozenset[str] = frozenset()
                ) -> _Queued:
         job = self._started()
-        if self._pool is None:  # parsed in result(), after the next batch is read
-            return _Queued(tuple(docs), None)
+        self._submitted += 1
+        if self._pool is None or self._submitted == 1:  # parsed in result(), after the
+            return _Queued(tuple(docs), None)             # next batch is submitted
         pool = self._pool
         tokenizer = job.embedder.tokenizer
         return _Queued(tuple(docs), tuple(pool.submit(d.parse, job.config, job.recover_headings,
@@ -208,7 +214,8 @@ class LocalExecutor:
         parsed: list[ParsedDocument | FailedDocument]
         if handle.futures is None:
             parsed = [d.parse(job.config, job.recover_headings, index_llm=job.index_llm,
-                              tokenizer=job.embedder.tokenizer) for d in handle.docs]
+                              tokenizer=job.embedder.tokenizer, on_page=job.on_page)
+                      for d in handle.docs]
         else:
             parsed = []
             for fut in handle.futures:

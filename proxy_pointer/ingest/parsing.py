@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from hashlib import sha256
 from typing import TYPE_CHECKING
@@ -97,10 +97,11 @@ class ReadDocument:
     converter: str = ""
 
     def parse(self, config: ChunkConfig, recover_headings: bool, *,
-              index_llm: LLM | None = None, tokenizer: TokenCounter | None = None
-              ) -> ParsedDocument | FailedDocument:
+              index_llm: LLM | None = None, tokenizer: TokenCounter | None = None,
+              on_page: Callable[[], None] | None = None) -> ParsedDocument | FailedDocument:
         """:func:`parse_document` of this document, converted first if it is a PDF, HTML or
-        Word file; a file that cannot be converted is a :class:`FailedDocument`."""
+        Word file; a file that cannot be converted is a :class:`FailedDocument`.
+        ``on_page``: called after each PDF page is read (progress)."""
         if self.data is None:
             return parse_document(self.text, self.doc_id, self.source_path, self.kind, config,
                                   recover_headings, digest=self.digest, index_llm=index_llm,
@@ -108,7 +109,7 @@ class ReadDocument:
                                   converter=self.converter)
         t = time.perf_counter()
         try:
-            converted = convert_bytes(self.data, self.source_path)
+            converted = convert_bytes(self.data, self.source_path, on_page=on_page)
         except DocumentError as e:
             return FailedDocument(self.doc_id, str(e))
         seconds = time.perf_counter() - t

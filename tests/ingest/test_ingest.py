@@ -22,6 +22,7 @@ from proxy_pointer.index import Index, IngestProgress
 from proxy_pointer.ingest import (
     FIRST_EMBED_STEP,
     PAGE_BYTES,
+    PARSE_SHARE,
     Batch,
     Executor,
     Job,
@@ -229,8 +230,9 @@ def test_cli_bar_and_lines_say_the_same(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_progress_moves_within_the_first_file_of_a_pdf_folder(tmp_path: Path) -> None:
-    """Pages and time left from the first events: before the first file's batch is done,
-    after one embedder call of at most FIRST_EMBED_STEP texts (a count, not a timing)."""
+    """Pages and time left from the first events: progress moves as the first file's pages
+    are read, before any text is embedded, with or without parsing workers; embedding then
+    moves it after at most FIRST_EMBED_STEP texts (counts, not timings)."""
     from fpdf import FPDF
 
     docs = tmp_path / "pdfs"
@@ -244,16 +246,22 @@ def test_progress_moves_within_the_first_file_of_a_pdf_folder(tmp_path: Path) ->
                 pdf.cell(0, 5, f"File {n} page {p} line {line}: words of a paragraph {line * p}.",
                          new_x="LMARGIN", new_y="NEXT")
         (docs / f"f{n}.pdf").write_bytes(bytes(pdf.output()))
-    embedder = RecordingEmbedder(32)
-    events: list[tuple[IngestProgress, int, int]] = []  # (event, embedder calls, texts)
-    Index(embedder=embedder).update([docs], workers=0, progress=lambda e: events.append(
-        (e, embedder.calls, len(embedder.texts))))
-    assert events[0][0].pages_total == 20 and events[0][0].pages_done == 0
-    moved, calls, texts = next(x for x in events if x[0].pages_done > 0)
-    assert moved.documents_done == 0  # within the first file
-    assert calls == 1 and texts <= FIRST_EMBED_STEP
-    assert moved.seconds_left is not None
-    assert events[-1][0].pages_done == 20
+    for workers in (0, 1):
+        embedder = RecordingEmbedder(32)
+        events: list[tuple[IngestProgress, int, int]] = []  # (event, embedder calls, texts)
+        def seen(e: IngestProgress, events: list = events, emb: RecordingEmbedder = embedder
+                 ) -> None:
+            events.append((e, emb.calls, len(emb.texts)))
+
+        Index(embedder=embedder).update([docs], workers=workers, progress=seen)
+        assert events[0][0].pages_total == 20 and events[0][0].pages_done == 0
+        moved, calls, _ = next(x for x in events if x[0].pages_done > 0)
+        assert moved.documents_done == 0 and calls == 0  # a page read, nothing embedded yet
+        assert moved.pages_done == PARSE_SHARE  # one page read: half of its progress
+        assert moved.seconds_left is not None
+        embedded = next(x for x in events if x[1] > 0)
+        assert embedded[2] <= FIRST_EMBED_STEP and embedded[0].documents_done == 0
+        assert events[-1][0].pages_done == 20
 
 
 # --- a run killed mid-way resumes from the embedding cache ------------------------------------

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
@@ -52,10 +52,12 @@ class PdfConverter:
     version = "5"
     suffixes = CONVERTED_FORMATS["pdf:PdfConverter"]
 
-    def convert(self, data: bytes, name: str) -> Converted:
+    def convert(self, data: bytes, name: str, *,
+                on_page: Callable[[], None] | None = None) -> Converted:
         """Convert a PDF's bytes; :class:`ConversionError` naming ``name`` for a PDF that is
-        encrypted, damaged, not a PDF, or has no text layer at all."""
-        pages, outline = self._read(data, name)
+        encrypted, damaged, not a PDF, or has no text layer at all. ``on_page`` is called
+        after each page is read (progress)."""
+        pages, outline = self._read(data, name, on_page)
         empty = [i + 1 for i, p in enumerate(pages) if not p]
         if len(empty) == len(pages):
             raise ConversionError(name, "has no text layer (a scanned PDF?); OCR is not "
@@ -83,7 +85,7 @@ class PdfConverter:
         markdown, starts = _render(pages, toc)
         return Converted(markdown, starts, tuple(warnings), structure)
 
-    def _read(self, data: bytes, name: str
+    def _read(self, data: bytes, name: str, on_page: Callable[[], None] | None = None
               ) -> tuple[list[list[Line]], list[tuple[int, str, int]]]:
         """Every page's lines (one page open at a time) and the outline as
         ``(depth, title, page)`` items."""
@@ -109,6 +111,8 @@ class PdfConverter:
                     pages.append(reader.lines(page, i))
                 finally:
                     page.close()
+                if on_page is not None:
+                    on_page()
             return pages, _outline(pdf)
         except pdfium.PdfiumError as exc:
             raise ConversionError(name, f"cannot be read as a PDF (damaged?): {exc}") from None
