@@ -71,6 +71,9 @@ LABELS: dict[str, tuple[tuple[str, int], ...]] = {
 
 _WORD = re.compile(r"[a-z0-9]+")
 _PART = re.compile(r"^PART\s+[IVX]+\b", re.IGNORECASE)
+_AUDITOR = re.compile(r"^reports?\s+of\s+independent\s+registered", re.IGNORECASE)
+_NOTES = re.compile(r"^notes\s+to\s+(?:the\s+)?(?:condensed\s+)?(?:consolidated\s+)?"
+                    r"financial\s+statements", re.IGNORECASE)
 _FRAGMENT = re.compile(r"\b([A-Z]{2,})\s([A-Z]{1,2})\b")
 _LABEL_WORD = re.compile(r"^(?:PART|ITEM|NOTE|SECTION|ARTICLE|SCHEDULE|APPENDIX|EXHIBIT|ANNEX)$")
 _ROMAN = re.compile(r"^[IVXLC]+$")
@@ -94,11 +97,12 @@ def measure(path: Path) -> dict[str, Any]:
     seconds = time.perf_counter() - t0
     tree = build_tree(conv.markdown, path.name)
     nodes = [n for n in tree if not n.is_preamble]
-    statements = []
+    statements, hits = [], []
     for title, page in LABELS[path.name]:
         want = _key(title)
         hit = next((n for n in nodes if _key(n.title).startswith(want)
                     and page_of(conv.page_starts, n.start + 1) in (page, page + 1)), None)
+        hits += [hit] if hit is not None else []
         statements.append({"title": title, "page": page, "section": hit is not None,
                            "level": hit.level if hit else None,
                            "path": " > ".join(hit.path) if hit else None})
@@ -116,10 +120,22 @@ def measure(path: Path) -> dict[str, Any]:
         "statements": statements,
         "statement_sections": sum(s["section"] for s in statements),
         "parts_below_level_1": sum(n.level > 1 for n in parts),
+        "siblings": _siblings(tree, hits) if hits else None,
         "front_level_1": [n.title for n in nodes if n.level == 1 and not _PART.match(n.title)
                           and any(p.path[:1] == n.path[:1] for p in parts)][:3],
         "split_headings": split[:10],
     }
+
+
+def _siblings(tree: Any, hits: list[Any]) -> bool:
+    """Whether the statements found share one parent, and the auditor's report and the
+    notes' title are among its children (a 10-Q has no auditor's report)."""
+    parents = {n.parent_id for n in hits}
+    if len(parents) != 1 or None in parents:
+        return False
+    titles = [tree.get(c).title for c in tree.get(parents.pop()).children]
+    notes = any(_NOTES.match(t) for t in titles)
+    return notes and (any(_AUDITOR.match(t) for t in titles) or "10Q" in tree.doc_id)
 
 
 def run(label: str) -> dict[str, Any]:
@@ -129,10 +145,14 @@ def run(label: str) -> dict[str, Any]:
     out = {"label": label, "filings": rows, "statements_labelled": labelled,
            "statement_sections": found,
            "split_headings": sum(len(r["split_headings"]) for r in rows),
+           "siblings": sum(bool(r.get("siblings")) for r in rows),
+           "with_statements": sum(r.get("siblings") is not None for r in rows),
            "parts_below_level_1": sum(r["parts_below_level_1"] for r in rows)}
     (RESULTS / f"filing-structure-{label}.json").write_text(json.dumps(out, indent=1) + "\n")
     print(f"[{label}] statements as sections {found}/{labelled}; split headings "
-          f"{out['split_headings']}; PART below level 1: {out['parts_below_level_1']}")
+          f"{out['split_headings']}; PART below level 1: {out['parts_below_level_1']}; "
+          f"statements, auditor's report and notes siblings: {out['siblings']}/"
+          f"{out['with_statements']}")
     return out
 
 
@@ -146,10 +166,13 @@ def report() -> None:
           "Statements: of the three primary statements (hand-labelled title and page), "
           "how many are a section starting on their page. Contents: entries found on the "
           "page they name / entries read. Split: headings with a letter-spaced split. "
-          "PART<1: PART headings below level 1 (front matter as their ancestor).", "",
+          "PART<1: PART headings below level 1 (front matter as their ancestor). "
+          "Siblings: the statements share a parent, with the auditor's report (not in a "
+          "10-Q) and the notes' title among its children.", "",
           "| filing | pages | " + " | ".join(f"statements {lb} | contents {lb} | split {lb} "
-                                              f"| PART<1 {lb}" for lb in labels) + " |",
-          "|---|---:|" + "---:|---:|---:|---:|" * len(labels)]
+                                              f"| PART<1 {lb} | siblings {lb}"
+                                              for lb in labels) + " |",
+          "|---|---:|" + "---:|---:|---:|---:|---:|" * len(labels)]
     for i, row in enumerate(runs[0]["filings"]):
         cells = [row["filing"], str(row["pages"])]
         for r in runs:
@@ -158,12 +181,14 @@ def report() -> None:
             cells += [f"{f['statement_sections']}/{n}" if n else "n/a",
                       "-" if f["contents_entries"] is None
                       else f"{f['contents_found']}/{f['contents_entries']}",
-                      str(len(f["split_headings"])), str(f["parts_below_level_1"])]
+                      str(len(f["split_headings"])), str(f["parts_below_level_1"]),
+                      {True: "yes", False: "no"}.get(f.get("siblings"), "n/a")]
         md.append("| " + " | ".join(cells) + " |")
     md += ["", "Totals: " + "; ".join(
         f"{r['label']}: statements {r['statement_sections']}/{r['statements_labelled']}, "
         f"split headings {r['split_headings']}, PART below level 1 "
-        f"{r['parts_below_level_1']}" for r in runs), ""]
+        f"{r['parts_below_level_1']}, siblings {r.get('siblings', 'n/a')}/"
+        f"{r.get('with_statements', 'n/a')}" for r in runs), ""]
     last = runs[-1]
     md += [f"Where each statement sits ({last['label']}):", ""]
     for f in last["filings"]:
