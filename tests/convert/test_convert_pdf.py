@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -264,3 +265,34 @@ def test_body_text_that_looks_like_markup_is_escaped() -> None:
         pdf.cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
     conv = PdfConverter().convert(bytes(pdf.output()), "hash.pdf")
     assert _headings(conv.markdown) == []
+
+
+def _unmapped_ligatures_pdf() -> bytes:
+    """A PDF whose font maps its fi, fl, ffi and ff ligature glyphs to no text (their
+    ToUnicode entries emptied), as some filings' fonts do: pdfium reads each as U+FFFE."""
+    matplotlib = pytest.importorskip("matplotlib")
+    pdf = FPDF()
+    pdf.compress = False  # the ToUnicode map in clear, to empty four entries
+    pdf.add_page()
+    pdf.add_font("dejavu", fname=os.path.join(matplotlib.get_data_path(),
+                                              "fonts", "ttf", "DejaVuSans.ttf"))
+    pdf.set_font("dejavu", size=10)
+    for line in ("FISCAL YEAR CASH FLOWS",
+                 "Our \ufb01scal 2023 \ufb01rst quarter cash \ufb02ows, the o\ufb03ce and its "
+                 "e\ufb00ect."):
+        pdf.cell(0, 5, line, new_x="LMARGIN", new_y="NEXT")
+    data = bytes(pdf.output())
+    for lig in (b"FB01", b"FB02", b"FB03", b"FB00"):
+        entry = re.search(rb"<(\w{4})> <" + lig + rb">", data)
+        assert entry is not None
+        data = data.replace(entry[0], b"<" + entry[1] + b"> <0000>")  # same length
+    return data
+
+
+def test_ligatures_a_font_maps_to_nothing_are_spelled_again() -> None:
+    conv = PdfConverter().convert(_unmapped_ligatures_pdf(), "release.pdf")
+    assert "Our fiscal 2023 first quarter cash flows, the office and its effect." in (
+        conv.markdown)
+    assert "\ufffe" not in conv.markdown
+    (warning,) = conv.warnings
+    assert warning.startswith("release.pdf: 5 glyphs the PDF maps to no text read as ligatures")

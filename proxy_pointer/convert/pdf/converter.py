@@ -36,7 +36,7 @@ from ..base import ConversionError, Converted
 from .contents import Placement, place_contents, place_statements
 from .filing import shape_filing
 from .layout import layout_headings
-from .lines import BULLET, Line, Reader, drop_running_lines, is_toc_page
+from .lines import BULLET, Line, Reader, drop_running_lines, is_toc_page, repair_ligatures
 from .tables import group_tables
 
 __all__ = ["PdfConverter", "count_pages"]
@@ -58,6 +58,7 @@ class PdfConverter:
         encrypted, damaged, not a PDF, or has no text layer at all. ``on_page`` is called
         after each page is read (progress)."""
         pages, outline = self._read(data, name, on_page)
+        ligatures = repair_ligatures(pages)
         empty = [i + 1 for i, p in enumerate(pages) if not p]
         if len(empty) == len(pages):
             raise ConversionError(name, "has no text layer (a scanned PDF?); OCR is not "
@@ -68,6 +69,9 @@ class PdfConverter:
                             f"{_page_list(empty)} ha{'ve' if len(empty) > 1 else 's'} "
                             "no text layer (scanned?); "
                             f"{'their' if len(empty) > 1 else 'its'} text is missing")
+        if ligatures:
+            warnings.append(f"{name}: {ligatures} glyph{'s' * (ligatures > 1)} the PDF maps to "
+                            "no text read as ligatures (fi, fl, ff, ffi, ffl)")
         printed = drop_running_lines(pages)
         toc = {i for i, p in enumerate(pages) if is_toc_page(p)}
         structure: tuple[tuple[str, int], ...] = ()

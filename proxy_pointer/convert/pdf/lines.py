@@ -26,11 +26,13 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
@@ -38,7 +40,7 @@ import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
 from ...parse.rows import is_table_row
 
 __all__ = ["BULLET", "TABLE_PAGE_ROWS", "TOC_TITLE", "Line", "Reader", "drop_running_lines",
-           "holds_table", "is_toc_line", "is_toc_page"]
+           "holds_table", "is_toc_line", "is_toc_page", "repair_ligatures"]
 
 _BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|,b", re.IGNORECASE)
 _PAGE_NUMBER = re.compile(r"^(?:page\s+)?[-–—]?\s*(?:\d{1,4}|[ivxlc]{1,7})\s*[-–—]?"
@@ -54,6 +56,15 @@ _TRACK_LINE = 120  # longest line checked for tracking-split words
 _TRACK_SLACK = 0.12  # a word space's gap beats the letter gap by more (x glyph height)
 _TRACK_MAX = 0.6  # widest letter tracking (x glyph height); wider gaps part columns
 _SINGLE = re.compile(r"(?:^|\s)[B-HJ-Zb-z](?=\s|$)")  # a lone letter other than a, A, I
+# A glyph a font maps to no text (its ToUnicode entry is empty: a ligature, "scal" for
+# "fiscal") reads as U+FFFE, as pdfium's mark of a word hyphenated over two lines does;
+# pdfium tells them apart (FPDFText_IsHyphen), and such a glyph is read as UNMAPPED.
+UNMAPPED = "\ue000"
+_LETTERS = r"[^\W\d_]"
+_MARKED = re.compile(rf"{_LETTERS}*(?:{UNMAPPED}(?=[a-z]){_LETTERS}+)+")
+_WORD = re.compile(rf"{_LETTERS}+")
+LIGATURES = ("fi", "fl", "ff", "ffi", "ffl")  # the Latin ligatures, commonest first
+_MARKS_TRIED = 3  # a word with more unmapped glyphs takes "fi" for each, untried
 
 
 @dataclass(slots=True)
@@ -179,6 +190,9 @@ class Reader:
             text = bytes(buf)[:2 * n].decode("utf-16-le", "replace")
             if len(text) != n:  # characters outside the BMP: read them one by one
                 text = "".join(chr(pdfium_c.FPDFText_GetUnicode(raw, i)) for i in range(n))
+            if "\ufffe" in text:  # a hyphen at a line's end, or a glyph mapped to no text
+                text = "".join(UNMAPPED if ch == "\ufffe" and not pdfium_c.FPDFText_IsHyphen(
+                    raw, i) else ch for i, ch in enumerate(text))
             height = page.get_height()
             height = height if math.isfinite(height) else 0.0
             out: list[Line] = []
@@ -256,3 +270,44 @@ def is_toc_page(lines: list[Line]) -> bool:
         return True
     return listed >= 5 and listed >= 0.5 * len(lines)
 
+
+@functools.cache
+def _ligature_words() -> dict[str, int]:
+    """The shipped words that hold a ligature -> their rank (commonest first)."""
+    text = (Path(__file__).parent / "ligature_words.txt").read_text(encoding="utf-8")
+    words = [w for w in text.split("\n") if w and not w.startswith("#")]
+    return {w: rank for rank, w in enumerate(words)}
+
+
+def repair_ligatures(pages: list[list[Line]]) -> int:
+    """Spell the glyphs pdfium could not map to text inside words, in place: each becomes
+    the ligature (:data:`LIGATURES`) that makes the word the document itself spells most
+    often ("?scal" -> "fiscal" where "FISCAL" appears), else the commonest such word of
+    ``ligature_words.txt`` ("o?ce" -> "office"), else "fi"; one before anything but a
+    lower-case letter is left as pdfium's U+FFFE, as before. Returns how many glyphs were
+    spelled. Linear in the text: one pass to count the words, one over the lines holding a
+    mark (at most 5^3 spellings a word)."""
+    marked = [ln for lines in pages for ln in lines if UNMAPPED in ln.text]
+    if not marked:
+        return 0
+    seen = Counter(w.lower() for lines in pages for ln in lines for w in _WORD.findall(ln.text))
+    known = _ligature_words()
+    count = 0
+
+    def spell(m: re.Match[str]) -> str:
+        nonlocal count
+        parts = m[0].split(UNMAPPED)
+        marks = len(parts) - 1
+        count += marks
+        tries = itertools.product(LIGATURES, repeat=marks) if marks <= _MARKS_TRIED else ()
+        words = [parts[0] + "".join(lig + rest for lig, rest in zip(combo, parts[1:],
+                                                                     strict=True))
+                 for combo in tries]
+        found = [w for w in words if seen[w.lower()] or w.lower() in known]
+        if not found:
+            return "fi".join(parts)
+        return max(found, key=lambda w: (seen[w.lower()], -known.get(w.lower(), len(known))))
+
+    for ln in marked:
+        ln.text = _MARKED.sub(spell, ln.text).replace(UNMAPPED, "\ufffe")
+    return count
