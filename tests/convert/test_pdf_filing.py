@@ -144,6 +144,8 @@ def test_filing_levels_leave_documents_without_two_parts_alone() -> None:
     titles = ["PART I", "Item 1. Business", "Consolidated Balance Sheets", "Notes"]
     assert filing_levels(titles, [2, 3, 1, 4]) == [2, 3, 1, 4]
     assert filing_levels(["Guide", "Part II of the guide"], [1, 3]) == [1, 3]
+    book = ["A Book", "Part I", "Chapter 1", "Part II", "Chapter 2"]  # no Items: no filing
+    assert filing_levels(book, [1, 2, 3, 2, 3]) == [1, 2, 3, 2, 3]
 
 
 # ------------------------------------------------------------------ financebench-dev, labelled

@@ -17,7 +17,8 @@ filing has a shape those cannot see across pages, and it is stated here once:
 * **Running heads are never headings**: a heading not placed from the contents whose text
   opens three or more pages ("The Boeing Company and Subsidiaries") is a plain line.
 
-Documents without two PARTs keep their levels but for running heads. Linear in the lines.
+Documents without two PARTs and an Item after them keep their levels but for running heads.
+Linear in the lines.
 """
 
 from __future__ import annotations
@@ -115,13 +116,16 @@ def _members(titles: Sequence[str], start: int, end: int) -> list[int]:
 
 def filing_levels(titles: Sequence[str], levels: Sequence[int]) -> list[int]:
     """The levels of a document's headings (in reading order) after the filing rules of the
-    module docstring; the levels unchanged when fewer than two PART headings exist."""
+    module docstring; the levels unchanged unless two or more PART headings and an Item
+    after them exist (a book's "Part I" and "Part II" keep the levels its layout gave)."""
     new = list(levels)
     parts = [i for i, t in enumerate(titles) if _is_part(t)]
     if len({_PART.match(titles[i])[1].lower() for i in parts}) < 2:  # type: ignore[index]
         return new
-    anchors: dict[int, int] = {i: 1 for i in parts}
     spans = _spans(titles, parts[0])
+    if not spans:  # PARTs without Items: a book or a manual, not a filing
+        return new
+    anchors: dict[int, int] = {i: 1 for i in parts}
     anchors.update((a, 2) for a, _ in spans)
     group = _statement_item(titles, spans)
     if group is not None:
