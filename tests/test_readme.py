@@ -169,3 +169,16 @@ def test_every_skipped_readme_line_has_a_reason() -> None:
     assert (body, ran) == ("cat > m.jsonl <<'JSON'\n{\"a\": [\"hr\"]}\nJSON\n", 1)
     assert runnable("proxy-pointer convert report.pdf | less  # x") == (
         "proxy-pointer convert report.pdf  # x")
+
+
+def test_the_http_example_sets_its_token_before_the_server_starts() -> None:
+    """``serve`` reads PROXY_POINTER_TOKEN when it starts: exported after it, the example's
+    POST /index answers 403 (issue 49)."""
+    for _, lang, text in blocks():
+        lines = text.splitlines()
+        serve = [i for i, ln in enumerate(lines) if ln.startswith("proxy-pointer serve")]
+        uses = [i for i, ln in enumerate(lines) if "$PROXY_POINTER_TOKEN" in ln]
+        if lang != "bash" or not serve or not uses:
+            continue
+        exported = [i for i, ln in enumerate(lines) if ln.startswith("export PROXY_POINTER_TOKEN=")]
+        assert exported and exported[0] < serve[0] < uses[0], text
