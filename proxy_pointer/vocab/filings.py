@@ -87,6 +87,9 @@ class Vocabulary:
     exchanges: tuple[str, ...]
     statement_qualifiers: tuple[str, ...]
     secondary_statement_words: tuple[str, ...]
+    auditor_report_titles: tuple[str, ...]
+    notes_titles: tuple[str, ...]
+    continued_marks: tuple[str, ...]
     forms: tuple[Form, ...]
     statements: tuple[Statement, ...]
     items: tuple[LineItem, ...]
@@ -154,6 +157,24 @@ class Vocabulary:
                 for t in s.titles]
         return re.compile(rf"^(?:(?:{quals})\s+){{0,3}}(?:{'|'.join(alts)})\b", re.IGNORECASE)
 
+    @cached_property
+    def auditor_report_pattern(self) -> re.Pattern[str]:
+        """The auditor's report's title at the start of a heading."""
+        return _heading_start(self.auditor_report_titles)
+
+    @cached_property
+    def notes_pattern(self) -> re.Pattern[str]:
+        """The notes' title ("Notes to Consolidated Financial Statements") at the start of a
+        heading."""
+        return _heading_start(self.notes_titles)
+
+    @cached_property
+    def continued_pattern(self) -> re.Pattern[str]:
+        """A mark of a statement page that continues the statement, anywhere in its title:
+        a word ("continued") or a parenthesis ("(cont'd)")."""
+        return re.compile("|".join(rf"\b{re.escape(m)}\b" if m.isalpha() else re.escape(m)
+                                   for m in self.continued_marks), re.IGNORECASE)
+
     def statement_kind(self, title: str) -> str:
         """Which primary statement a statement title names, by its words in the file's
         order ("... Income and Comprehensive Income" is comprehensive income); the title
@@ -197,6 +218,13 @@ class Vocabulary:
         return {m.value for m in self.titles.find(text) if m.first == 0}
 
 
+def _heading_start(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """Title patterns (choices expanded) as a pattern that matches where a heading begins,
+    words apart by any white space, a word ending where a phrase ends."""
+    alts = [r"\s+".join(map(re.escape, t.split())) for p in patterns for t in expand_choices(p)]
+    return re.compile(rf"^\s*(?:{'|'.join(alts)})\b", re.IGNORECASE)
+
+
 def _title_regex(title: str) -> str:
     """A title phrase as a pattern: words apart by white space, each with an optional
     plural ``s`` and possessive apostrophe, "of" followed by an optional
@@ -226,6 +254,9 @@ def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
         exchanges=tuple(w.get("exchanges", ())),
         statement_qualifiers=tuple(w.get("statement_qualifiers", ())),
         secondary_statement_words=tuple(w.get("secondary_statement_words", ())),
+        auditor_report_titles=tuple(w.get("auditor_report_titles", ())),
+        notes_titles=tuple(w.get("notes_titles", ())),
+        continued_marks=tuple(w.get("continued_marks", ())),
         forms=tuple(Form(r["name"], r["nature"], _tup(r, "written"), bool(r.get("cover", True)))
                     for r in data.get("form", ())),
         statements=tuple(Statement(r["key"], r["kind"], r["label"],

@@ -174,3 +174,31 @@ def test_each_form_is_named_by_its_written_forms(form) -> None:
     card = Card(kind=form.name)
     for written in (form.name, *form.written):
         assert card_matches(card, "kind", written), written
+
+
+@pytest.mark.parametrize(("pattern", "matches", "misses"), [
+    ("auditor_report_pattern",
+     ["Report of Independent Registered Public Accounting Firm",
+      "REPORTS OF INDEPENDENT REGISTERED PUBLIC ACCOUNTING FIRM on the Statements",
+      "Report of Independent Auditors"],
+     ["Management's Report on Internal Control", "See the Report of Independent Auditors",
+      "Report of Independent Auditorship"]),
+    ("notes_pattern",
+     ["Notes to Consolidated Financial Statements", "NOTES TO THE CONDENSED CONSOLIDATED "
+      "FINANCIAL STATEMENTS (unaudited)", "Notes to the Financial Statements"],
+     ["See Notes to the Consolidated Financial Statements", "Notes to Table 3",
+      "Notes to financial statementsx"]),
+])
+def test_titles_beside_the_statements_are_the_vocabularys(pattern: str, matches: list[str],
+                                                          misses: list[str]) -> None:
+    rx = getattr(FILINGS, pattern)
+    assert all(rx.match(t) for t in matches), matches
+    assert not any(rx.match(t) for t in misses), misses
+
+
+def test_a_continued_statement_page_is_marked_by_the_vocabulary() -> None:
+    rx = FILINGS.continued_pattern
+    for title in ("Consolidated Balance Sheets (continued)", "Statements of Cash Flows (cont'd)",
+                  "BALANCE SHEET (Cont.)"):
+        assert rx.search(title), title
+    assert not rx.search("Discontinued operations") and not rx.search("Contingencies")

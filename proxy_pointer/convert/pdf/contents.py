@@ -69,7 +69,7 @@ _BULLET = re.compile(r"^[•▪●◦\-–*]\s")
 # Operations", "Statement of Changes in Shareholders' Equity", "Income Statement" (the titles
 # are the vocabulary's: proxy_pointer/vocab/filings.toml)
 _STATEMENT = FILINGS.statement_pattern
-_CONTINUED = re.compile(r"\bcontinued\b|\(cont(?:'d|\.)?\)", re.IGNORECASE)
+_CONTINUED = FILINGS.continued_pattern
 _RUN_IN_ENDS = ".:\u2013\u2014"  # what ends a run-in title: "Business." "Business:"
 _CAPTION_LINES = 8  # a statement's title is among the first lines of its page
 _LABEL = re.compile(r"^\s*(?:part|item|note|section|chapter|article)\s+(?=[\divxlc]+[a-z]?\b)",

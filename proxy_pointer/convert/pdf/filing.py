@@ -35,13 +35,12 @@ __all__ = ["filing_levels", "shape_filing"]
 
 _PART = re.compile(r"^\s*part\s+(i{1,3}|iv)\b(?!\s*,)", re.IGNORECASE)
 _ITEM = re.compile(r"^\s*item\s+\d{1,2}[a-d]?\b", re.IGNORECASE)
-_AUDITOR = re.compile(r"^\s*reports?\s+of\s+independent\s+(?:registered\s+public\s+accounting"
-                      r"\s+firm|auditors?)\b", re.IGNORECASE)
-_NOTES = re.compile(r"^\s*notes\s+to\s+(?:the\s+)?(?:condensed\s+)?(?:consolidated\s+)?"
-                    r"(?:financial\s+statements|statements)\b", re.IGNORECASE)
+# the titles beside the statements and the continuation mark are the vocabulary's
+_AUDITOR = FILINGS.auditor_report_pattern
+_NOTES = FILINGS.notes_pattern
 _FIRST_NOTE = re.compile(r"^\s*note\s+1\b", re.IGNORECASE)
 _NOTE = re.compile(r"^\s*note\s+\d{1,2}\b", re.IGNORECASE)
-_CONTINUED = re.compile(r"\bcontinued\b|\(cont(?:'d|\.)?\)", re.IGNORECASE)
+_CONTINUED = FILINGS.continued_pattern
 _INDEX_ENTRY = re.compile(r"\s\d{1,4}$")  # "Reports of ... Firm 68": an index's line
 _TITLE_CHARS = 200  # a PART, Item or statement title is a line, not a paragraph
 _TOP_LINES = 3  # a running head is among the first lines of its page
