@@ -61,7 +61,8 @@ _SINGLE = re.compile(r"(?:^|\s)[B-HJ-Zb-z](?=\s|$)")  # a lone letter other than
 # pdfium tells them apart (FPDFText_IsHyphen), and such a glyph is read as UNMAPPED.
 UNMAPPED = "\ue000"
 _LETTERS = r"[^\W\d_]"
-_MARKED = re.compile(rf"{_LETTERS}*(?:{UNMAPPED}(?=[a-z]){_LETTERS}+)+")
+_TOKEN = re.compile(rf"(?:{_LETTERS}|{UNMAPPED})+")  # a word with its unmapped glyphs
+_LOOSE = re.compile(f"{UNMAPPED}(?![a-z])")  # one before no lower-case letter: not spelled
 _WORD = re.compile(rf"{_LETTERS}+")
 LIGATURES = ("fi", "fl", "ff", "ffi", "ffl")  # the Latin ligatures, commonest first
 _MARKS_TRIED = 3  # a word with more unmapped glyphs takes "fi" for each, untried
@@ -294,9 +295,9 @@ def repair_ligatures(pages: list[list[Line]]) -> int:
     known = _ligature_words()
     count = 0
 
-    def spell(m: re.Match[str]) -> str:
+    def spell(word: str) -> str:
         nonlocal count
-        parts = m[0].split(UNMAPPED)
+        parts = word.split(UNMAPPED)
         marks = len(parts) - 1
         count += marks
         tries = itertools.product(LIGATURES, repeat=marks) if marks <= _MARKS_TRIED else ()
@@ -308,6 +309,12 @@ def repair_ligatures(pages: list[list[Line]]) -> int:
             return "fi".join(parts)
         return max(found, key=lambda w: (seen[w.lower()], -known.get(w.lower(), len(known))))
 
+    def token(m: re.Match[str]) -> str:
+        # marks before no lower-case letter part the token and stay pdfium's U+FFFE; each
+        # piece between them that holds a mark is a word to spell
+        pieces = _LOOSE.split(m[0])
+        return "\ufffe".join(spell(p) if UNMAPPED in p else p for p in pieces)
+
     for ln in marked:
-        ln.text = _MARKED.sub(spell, ln.text).replace(UNMAPPED, "\ufffe")
+        ln.text = _TOKEN.sub(token, ln.text)
     return count
