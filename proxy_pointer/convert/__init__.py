@@ -58,7 +58,7 @@ def count_pages(path: str) -> int | None:
     """A PDF's page count without converting it (pdfium reads its page tree, not its
     pages), for progress; None for other formats and for a file pdfium cannot open (its
     conversion reports the problem)."""
-    if os.path.splitext(path)[1].lower() not in CONVERTED_FORMATS[_PDF]:
+    if not _is_pdf(path):
         return None
     from .pdf.converter import count_pages as pdf_pages
 
@@ -78,12 +78,17 @@ def convert_bytes(data: bytes, name: str, *,
     if conv is None:
         raise ConversionError(name, "is not a format proxy-pointer converts "
                               f"(converted: {', '.join(sorted(CONVERTERS))})")
-    if on_page is not None and CONVERTERS[os.path.splitext(name)[1].lower()] == _PDF:
+    if on_page is not None and _is_pdf(name):
         from .pdf.converter import PdfConverter
 
-        assert isinstance(conv, PdfConverter)
-        return conv.convert(data, name, on_page=on_page)
+        if isinstance(conv, PdfConverter):
+            return conv.convert(data, name, on_page=on_page)
     return conv.convert(data, name)
+
+
+def _is_pdf(name: str) -> bool:
+    """Whether ``name`` is read by the paged converter, which reports pages as it reads."""
+    return CONVERTERS.get(os.path.splitext(name)[1].lower()) == _PDF
 
 
 def convert_file(path: str | os.PathLike[str]) -> Converted:

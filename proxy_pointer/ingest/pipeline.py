@@ -279,7 +279,7 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
             # The executor works on the batches after the oldest while it is staged.
             while flight and (i == len(batches) or len(flight) > pool.window):
                 docs, stored, n_docs, size, pages, handle = flight.popleft()
-                run.current, run.pages_read = (size, pages), 0
+                run.begin((size, pages))
                 run.finish(docs, stored, pool.result(handle), n_docs, (size, pages))
     return run.result
 
@@ -362,8 +362,13 @@ class _Run:
         self.pages: dict[int, int] = {}  # id(source) -> its pages of progress
         self.total_pages = self.pages_done = 0
         # The batch in hand, (bytes, pages), and its PDF pages read so far where it is
-        # parsed in this process: parsing is the first half of a batch's progress.
+        # parsed in this process: parsing is PARSE_SHARE of a batch's progress.
         self.current, self.pages_read = (0, 0), 0
+
+    def begin(self, batch: tuple[int, int]) -> None:
+        """The batch of ``(bytes, pages)`` whose result is awaited next (its pages may be
+        read here, :meth:`page_read`)."""
+        self.current, self.pages_read = batch, 0
 
     def page_read(self) -> None:
         """A PDF page of the batch in hand was read (``Job.on_page``)."""
