@@ -12,15 +12,14 @@ where the tree has it, else ``bytes_done``) and exits; nothing is written. Trees
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from . import common
 from .common import ROOT
 
 DOCS = ROOT.parent / "shared" / "data" / "financebench-dev" / "docs"
@@ -49,20 +48,6 @@ def first_move(tree: Path, docs: Path, limit: float = 300.0) -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def cpu() -> str:
-    """This machine's CPU model and whether it has AMX / AVX-512 (from /proc/cpuinfo)."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.machine()
-    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
-                  if ln.startswith("model name")), platform.machine())
-    flags = next((ln.split(":", 1)[1].split() for ln in info.splitlines()
-                  if ln.startswith("flags")), [])
-    return (f"{model}, {'AMX' if 'amx_tile' in flags else 'no AMX'}, "
-            f"{'AVX-512' if 'avx512f' in flags else 'no AVX-512'}")
-
-
 def measure(trees: dict[str, Path], docs: Path, runs: int) -> dict[str, Any]:
     seconds: dict[str, list[float]] = {name: [] for name in trees}
     for _ in range(runs):
@@ -71,25 +56,23 @@ def measure(trees: dict[str, Path], docs: Path, runs: int) -> dict[str, Any]:
             print(f"[progress] {name}: {seconds[name][-1]:.2f} s", flush=True)
     files = sorted(p.name for p in docs.iterdir() if p.is_file())
     return {"docs": str(docs), "files": len(files), "runs": runs,
-            "cpu": cpu(), "cores": os.cpu_count(),
-            "seconds": seconds,
+            "environment": common.environment(), "seconds": seconds,
             "median": {name: statistics.median(v) for name, v in seconds.items()}}
 
 
 def write(out: dict[str, Any]) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "progress.json").write_text(json.dumps(out, indent=1) + "\n")
+    env = out["environment"]
     md = ["# Time to the first progress that shows work done", "",
           "From `python -m benchmarks.bench_progress` (see its docstring): seconds from the "
           "start of `Index.update` to the first progress event with work done, the default "
           f"model loaded; {out['files']} files of `{Path(out['docs']).name}`, "
-          f"{out['runs']} runs a tree, alternating, median. CPU: {out['cpu']}, "
-          f"{out['cores']} cores.", "",
+          f"{out['runs']} runs a tree, alternating, median. CPU: {env['cpu']}, "
+          f"{env['cpus']} cores.", "",
           "| tree | median s | runs |", "|---|---:|---|"]
     md += [f"| {name} | {out['median'][name]:.2f} | "
            + ", ".join(f"{s:.2f}" for s in out["seconds"][name]) + " |"
            for name in out["seconds"]]
-    (RESULTS / "progress.md").write_text("\n".join(md) + "\n")
+    common.write_report(RESULTS, "progress", out, md)
     print("\n".join(md))
 
 
@@ -101,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     trees = {"this checkout": ROOT}
     if args.baseline is not None:
-        trees = {f"baseline ({args.baseline.name})": args.baseline.resolve(), **trees}
+        commit = common.git_state(args.baseline)["commit"] or args.baseline.name
+        trees = {f"baseline ({commit[:7]})": args.baseline.resolve(), **trees}
     write(measure(trees, args.docs, args.runs))
     return 0
 

@@ -135,6 +135,21 @@ def cpus() -> int:
     return os.cpu_count() or 1
 
 
+def cpu_kind() -> str:
+    """The CPU's model and the features that decide embedding speed, from /proc/cpuinfo
+    ("AMD EPYC, no AMX, AVX-512"); the machine's architecture where there is none."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.machine()
+    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
+                  if ln.startswith("model name")), platform.machine())
+    flags = next((ln.split(":", 1)[1].split() for ln in info.splitlines()
+                  if ln.startswith("flags")), [])
+    return (f"{model}, {'AMX' if 'amx_tile' in flags else 'no AMX'}, "
+            f"{'AVX-512' if 'avx512f' in flags else 'no AVX-512'}")
+
+
 def package_versions(names: Iterable[str]) -> dict[str, str]:
     """Installed version of each named distribution; the ones not installed are left out."""
     out = {}
@@ -167,15 +182,17 @@ def git_state(path: str | Path = ROOT) -> dict[str, Any]:
 
 def environment(*packages: str) -> dict[str, Any]:
     """The stamp a result records: ``python``, ``platform``, ``machine``, ``processor``,
-    ``cpus`` (usable), ``cpu_count`` (the machine's), ``load_average`` (1, 5, 15 min, when
-    the OS has one), ``packages`` (versions of :data:`PACKAGES` and ``packages``, those
-    installed) and ``git`` (this checkout's ``commit`` and ``dirty``)."""
+    ``cpu`` (:func:`cpu_kind`), ``cpus`` (usable), ``cpu_count`` (the machine's),
+    ``load_average`` (1, 5, 15 min, when the OS has one), ``packages`` (versions of
+    :data:`PACKAGES` and ``packages``, those installed) and ``git`` (this checkout's
+    ``commit`` and ``dirty``)."""
     git = git_state(ROOT)
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
+        "cpu": cpu_kind(),
         "cpus": cpus(),
         "cpu_count": os.cpu_count(),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
