@@ -11,6 +11,7 @@ fits its chunks to that window rather than to one model's.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -84,12 +85,26 @@ def normalize_rows(mat: np.ndarray) -> np.ndarray:
 
 
 def embed_by_length(items: list[str], dimension: int, batch_size: int,
-                    run: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+                    run: Callable[[list[str]], np.ndarray], workers: int = 1) -> np.ndarray:
     """``run`` over ``items`` sorted longest first in batches of ``batch_size`` (so each
-    batch pads to similar lengths); the vectors in input order, unit-normed float32."""
+    batch pads to similar lengths); the vectors in input order, unit-normed float32.
+
+    ``workers`` > 1 runs that many batches at a time on threads (for a backend whose ``run``
+    releases the GIL and uses one core, such as a one-thread ONNX Runtime session): on two
+    cores that kept both busy where one session's two threads waited for each other
+    (``benchmarks/results/any-cpu.md``). The vectors do not depend on ``workers``."""
     out = np.zeros((len(items), dimension), np.float32)
     order = np.argsort([-len(t) for t in items], kind="stable")
-    for start in range(0, len(items), batch_size):
-        rows = order[start:start + batch_size]
+    batches = [order[start:start + batch_size] for start in range(0, len(items), batch_size)]
+
+    def one(rows: np.ndarray) -> None:
         out[rows] = run([items[i] for i in rows])
+
+    if workers > 1 and len(batches) > 1:
+        with ThreadPoolExecutor(min(workers, len(batches))) as pool:
+            for _ in pool.map(one, batches):  # re-raises a batch's error
+                pass
+    else:
+        for rows in batches:
+            one(rows)
     return normalize_rows(out)

@@ -18,7 +18,6 @@ from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from .base import Embedder
-    from .sentence_transformers import SentenceTransformerEmbedder
 
 __all__ = ["KINDS", "SPEC_HELP", "EmbedderKind", "default_embedder", "embedder_from_id",
            "make_embedder"]
@@ -146,33 +145,49 @@ KINDS: tuple[EmbedderKind, ...] = (
     EmbedderKind(("hash",), "hash[:<dimension>]", _hash),
 )
 
+#: Appended to any spec: breadcrumbs embedded once per section (:mod:`.crumbs`; its SUFFIX,
+#: spelt here so reading the kinds imports nothing).
+CRUMBS = "+crumbs"
+
 #: The kinds as one line, e.g. for ``--embedder``'s help.
-SPEC_HELP = ", ".join(k.usage for k in KINDS)
+SPEC_HELP = ", ".join(k.usage for k in KINDS) + f", any of them + {CRUMBS!r}"
 
 _BY_NAME = {name: kind for kind in KINDS for name in kind.names}
 
 
-def default_embedder() -> SentenceTransformerEmbedder:
-    """The bundled all-MiniLM-L6-v2 embedder (the model loads on first use)."""
+def default_embedder() -> Embedder:
+    """The bundled all-MiniLM-L6-v2 embedder, on the path this CPU runs fastest
+    (:meth:`~.cpu.CpuKind.document_path`): bfloat16 on PyTorch with AMX; on other x86 CPUs
+    int8 weights on ONNX Runtime with breadcrumbs embedded once
+    (:class:`~.crumbs.CrumbEmbedder`, model id ``onnx-int8:all-MiniLM-L6-v2+crumbs``);
+    float32 elsewhere. The model loads on first use."""
+    from .cpu import cpu_kind
+    from .crumbs import CrumbEmbedder
+    from .onnx import OnnxEmbedder, onnx_available
     from .sentence_transformers import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder()
+    path = cpu_kind().document_path()
+    if path == "int8" and onnx_available():
+        return CrumbEmbedder(OnnxEmbedder(quantize="int8"))
+    return SentenceTransformerEmbedder()  # bfloat16 where the CPU has it, else float32
 
 
 def make_embedder(spec: str) -> Embedder:
     """Build an embedder from a config string; also accepts any embedder's ``model_id``.
 
-    ``"minilm"`` / ``"default"`` - bundled all-MiniLM-L6-v2 (bfloat16 on PyTorch where the
-    CPU has native bfloat16, else float32 on ONNX Runtime with PyTorch as a fallback;
-    ``"minilm-fp32"`` / ``"minilm-bf16"`` force a precision, ``"minilm-torch"`` float32 on
-    PyTorch; all the same ``model_id``, their vectors agree); ``"minilm-int8"`` - the same
-    model with int8 weights (:class:`OnnxEmbedder`, its own ``model_id``; ``"onnx-int8:..."``
-    for another folder); ``"fast"`` - a static model distilled from it
-    (:class:`StaticEmbedder`, ``"static:<folder>"`` for another model2vec model);
+    ``"minilm"`` / ``"default"`` - bundled all-MiniLM-L6-v2 on this CPU's fastest path
+    (:func:`default_embedder`); ``"minilm-fp32"`` / ``"minilm-bf16"`` force a precision
+    (float32 on ONNX Runtime with PyTorch as a fallback, bfloat16 on PyTorch),
+    ``"minilm-torch"`` float32 on PyTorch: the same ``model_id``, their vectors agree;
+    ``"minilm-int8"`` - the same model with int8 weights (:class:`OnnxEmbedder`, its own
+    ``model_id``; ``"onnx-int8:..."`` for another folder); ``"fast"`` - a static model
+    distilled from it (:class:`StaticEmbedder`, ``"static:<folder>"`` for another model2vec model);
     ``"st:<name-or-path>"`` (or ``"sentence-transformers:..."``) - another
     sentence-transformers model; ``"gemini"`` / ``"gemini:<model>"`` /
     ``"gemini:<model>:<dim>"`` - :class:`GeminiEmbedder` (default ``gemini-embedding-001`` at
     768 dimensions); ``"hash"`` / ``"hash:<dim>"`` - :class:`HashEmbedder` (default 256).
+    Any spec ending ``"+crumbs"`` embeds breadcrumbs and bodies apart
+    (:class:`~.crumbs.CrumbEmbedder`).
 
     Raises ConfigError for an unknown spec or a bad argument (its message lists the kinds),
     and EmbeddingError when Gemini has no API key.
@@ -180,7 +195,12 @@ def make_embedder(spec: str) -> Embedder:
     >>> make_embedder("hash:32").model_id
     'hash:32'
     """
-    name, _, arg = spec.strip().partition(":")
+    spec = spec.strip()
+    if spec.endswith(CRUMBS):
+        from .crumbs import CrumbEmbedder
+
+        return CrumbEmbedder(make_embedder(spec.removesuffix(CRUMBS)))
+    name, _, arg = spec.partition(":")
     kind = _BY_NAME.get(name.lower())
     if kind is None:
         raise ConfigError(f"unknown embedder {spec!r}; use {SPEC_HELP}")

@@ -31,16 +31,20 @@ class FolderEmbedder:
     """A sentence-transformers folder run by this package (default: the bundled MiniLM):
     ``dimension``, ``max_tokens`` and ``tokenizer`` read from the folder, the model loaded
     once on first use (under a lock), texts embedded sorted by length in ``batch_size``
-    batches, a query embedded as a passage. A backend sets ``model_id`` and implements
-    ``_load`` and ``_run`` (one batch -> mean-pooled float32 rows)."""
+    batches (``workers`` at a time), a query embedded as a passage. A backend sets
+    ``model_id`` and implements ``_open`` and ``_run`` (one batch -> mean-pooled float32
+    rows)."""
 
     model_id: str
     #: How messages name the backend ("ONNX backend").
     backend = "embedding backend"
 
-    def __init__(self, model: str | os.PathLike[str] | None, batch_size: int) -> None:
+    def __init__(self, model: str | os.PathLike[str] | None, batch_size: int,
+                 workers: int = 1) -> None:
         self._folder = Path(model).expanduser() if model is not None else None
         self.batch_size = batch_size
+        #: Batches run at a time (see :func:`~.base.embed_by_length`).
+        self.workers = workers
         self._tokenizer: Any = None
         self._loaded = False
         self._lock = threading.Lock()
@@ -79,7 +83,8 @@ class FolderEmbedder:
         # No lock around the runs (ONNX Runtime sessions, PyTorch modules in inference mode
         # and the tokenizer are safe to call from several threads): a server's queries are
         # not held behind a long document batch that an update embeds meanwhile.
-        return embed_by_length(items, self.dimension, self.batch_size, self._run)
+        return embed_by_length(items, self.dimension, self.batch_size, self._run,
+                               self.workers)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Vector of one query; this model embeds queries and passages alike."""

@@ -131,6 +131,21 @@ def _export(folder: Path, target: Path, quantize: str | None) -> None:
         raw.unlink(missing_ok=True)
 
 
+def _omp_threads() -> int:
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    return int(threads) if threads.isdigit() else 0
+
+
+def _default_workers() -> int:
+    """One run per usable core, or one run where ``OMP_NUM_THREADS`` bounds the threads."""
+    if _omp_threads():
+        return 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 class OnnxEmbedder(FolderEmbedder):
     """A sentence-transformers folder run by ONNX Runtime; by default the bundled MiniLM.
 
@@ -139,6 +154,9 @@ class OnnxEmbedder(FolderEmbedder):
     model's ``model_id``) or ``"int8"``. ``batch_size``: texts per run after sorting by length
     (8, the best of those tried on two cores). The model is exported on first use into
     ``cache_dir`` (default: the user cache folder), with a one-line notice on stderr.
+    ``workers``: batches run at a time, each on one thread of ONNX Runtime (default: one per
+    core this process may use; with ``OMP_NUM_THREADS`` set, one run of that many threads,
+    as a Ray actor per core asks). The vectors do not depend on it.
 
     ``max_tokens`` is the model's ``max_seq_length`` (256 for the bundled MiniLM), where
     texts are truncated; ``tokenizer`` counts with the model's own ``tokenizer.json`` (the
@@ -150,12 +168,14 @@ class OnnxEmbedder(FolderEmbedder):
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *,
                  quantize: str | None = None, batch_size: int = 8,
-                 cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False) -> None:
+                 cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False,
+                 workers: int | None = None) -> None:
         if quantize not in _QUANTIZE:
             raise ConfigError(f"quantize must be one of {_QUANTIZE}, got {quantize!r}")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-        super().__init__(model, batch_size)
+        for name, value in (("batch_size", batch_size), ("workers", workers)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        super().__init__(model, batch_size, workers or _default_workers())
         self.quantize = quantize
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._quiet = quiet
@@ -207,11 +227,14 @@ class OnnxEmbedder(FolderEmbedder):
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
-        threads = os.environ.get("OMP_NUM_THREADS", "")
-        if threads.isdigit() and int(threads) > 0:
+        threads = _omp_threads()
+        if threads:
             # Bounded like PyTorch: several of these on one machine (Ray actors, one per
             # core) must not each start a thread per core.
-            options.intra_op_num_threads = int(threads)
+            options.intra_op_num_threads = threads
+        elif self.workers > 1:
+            # Each of the concurrent runs on one core: no run waits for another's threads.
+            options.intra_op_num_threads = 1
         path = self.model_file()
         try:
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

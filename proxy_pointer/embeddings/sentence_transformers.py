@@ -15,7 +15,6 @@ Speed and quality: ``benchmarks/results/shelf-ingest.md``.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import threading
@@ -31,6 +30,7 @@ from ..errors import ConfigError, EmbeddingError
 from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, normalize_rows
 from .bf16 import Bf16Embedder
+from .cpu import cpu_kind
 from .folder import quiet_weight_loading
 from .onnx import OnnxEmbedder, onnx_available
 
@@ -38,22 +38,11 @@ __all__ = ["PRECISIONS", "SentenceTransformerEmbedder", "native_bf16"]
 
 #: ``precision`` values: ``"auto"`` (bfloat16 for the bundled model where the CPU has it).
 PRECISIONS = ("auto", "fp32", "bf16")
-#: /proc/cpuinfo flags of native bfloat16 matrix arithmetic (AMX tiles or AVX-512 BF16).
-_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
-
-
-@functools.lru_cache(maxsize=8)
 def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """Whether this CPU does bfloat16 matrix products natively: ``cpuinfo``'s first
-    ``flags`` line names ``amx_bf16`` or ``avx512_bf16``; False where there is no such file
+    """Whether this CPU does bfloat16 matrix products natively (AMX or AVX-512 BF16, after
+    oneDNN's ISA mask: :func:`~.cpu.cpu_kind`); False where ``cpuinfo`` does not exist
     (macOS, Windows). Read once per path, without importing torch."""
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            flags = next((line.partition(":")[2].split() for line in f
-                          if line.startswith("flags")), [])
-    except OSError:
-        return False
-    return bool(_BF16_FLAGS.intersection(flags))
+    return cpu_kind(cpuinfo).bf16
 
 
 # Names that mean the model the package bundles: served from disk, never from the hub.

@@ -87,6 +87,7 @@ __all__ = [
     "chunk_text",
     "chunk_tree",
     "skip_reasons",
+    "split_breadcrumb",
 ]
 
 # Bumped whenever the same config would produce different chunks (index manifests keep it).
@@ -380,6 +381,16 @@ def breadcrumb_text(parts: Sequence[str], max_tokens: int = 48,
     if count_tokens(text) > max_tokens:
         text = render([truncate_to_tokens(" > ".join(ps), max_tokens - 3)])
     return text
+
+
+def split_breadcrumb(embed_text: str) -> tuple[str, str]:
+    """A chunk's ``embed_text`` as ``(breadcrumb, body)``: every chunk made here opens with a
+    one-line ``"[A > B]"`` breadcrumb (:func:`breadcrumb_text`; titles hold no line breaks);
+    a text without one is ``("", embed_text)``. Linear in the first line's length."""
+    head, sep, body = embed_text.partition("\n")
+    if sep and head.startswith("[") and head.endswith("]"):
+        return head, body
+    return "", embed_text
 
 
 # --- internals ----------------------------------------------------------------------------
