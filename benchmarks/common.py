@@ -136,18 +136,11 @@ def cpus() -> int:
 
 
 def cpu_kind() -> str:
-    """The CPU's model and the features that decide embedding speed, from /proc/cpuinfo
-    ("AMD EPYC, no AMX, AVX-512"); the machine's architecture where there is none."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.machine()
-    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
-                  if ln.startswith("model name")), platform.machine())
-    flags = next((ln.split(":", 1)[1].split() for ln in info.splitlines()
-                  if ln.startswith("flags")), [])
-    return (f"{model}, {'AMX' if 'amx_tile' in flags else 'no AMX'}, "
-            f"{'AVX-512' if 'avx512f' in flags else 'no AVX-512'}")
+    """The CPU's model and the features that decide embedding speed, as the library reads
+    them (``proxy_pointer.embeddings.cpu``, oneDNN's mask included)."""
+    from proxy_pointer.embeddings.cpu import cpu_kind as kind
+
+    return kind().describe()
 
 
 def package_versions(names: Iterable[str]) -> dict[str, str]:

@@ -1,11 +1,13 @@
 """What this CPU offers for matrix products, and which path the default embedder takes on it.
 
-The default embedder's speed is the CPU's: PyTorch multiplies bfloat16 matrices on Intel
-AMX tiles several times faster than float32, while ONNX Runtime's int8 products (per-channel
-weights, VNNI or AVX2 integer dot products) are the fastest path on CPUs without AMX,
-AVX-512 BF16 ones included. :func:`cpu_kind` reads the flags once from ``/proc/cpuinfo``
-(no import of torch or ONNX Runtime) and :meth:`CpuKind.document_path` chooses; the figures
-behind the choice are in ``benchmarks/results/any-cpu.md``.
+The default embedder's speed is the CPU's: PyTorch multiplies bfloat16 matrices natively
+with Intel AMX (several times float32's rate) or AVX-512 BF16 (about 1.8 times), and
+elsewhere bfloat16 is emulated and slower than float32 on ONNX Runtime. ONNX Runtime's int8
+products (VNNI or AVX2 integer dot products) are faster still without AMX, but move the
+vectors enough to lose questions, so they are an option (``minilm-int8``), not the
+default. :func:`cpu_kind` reads the flags once from ``/proc/cpuinfo`` (no import of torch
+or ONNX Runtime) and :meth:`CpuKind.document_path` chooses; the figures behind the choice
+are in ``benchmarks/results/any-cpu.md``.
 
 oneDNN's ``ONEDNN_MAX_CPU_ISA`` (the variable that keeps PyTorch off AMX or AVX-512) is
 honoured: a feature above the named ISA counts as absent, so a masked machine chooses as a
@@ -20,9 +22,9 @@ from dataclasses import dataclass
 
 __all__ = ["DOCUMENT_PATHS", "CpuKind", "cpu_kind"]
 
-#: The default embedder's document paths: bfloat16 weights on PyTorch (the float32 model's
-#: id), int8 weights on ONNX Runtime (its own id), float32 on ONNX Runtime.
-DOCUMENT_PATHS = ("bf16", "int8", "fp32")
+#: The default embedder's document paths: bfloat16 weights on PyTorch, float32 on ONNX
+#: Runtime (one model id: their vectors agree to cosine 0.9998).
+DOCUMENT_PATHS = ("bf16", "fp32")
 
 # oneDNN's ISA names, lowest first, and the flags each one adds.
 _ISA_LADDER: tuple[tuple[str, frozenset[str]], ...] = (
@@ -75,11 +77,8 @@ class CpuKind:
 
     def document_path(self) -> str:
         """How the default embedder embeds documents here, one of :data:`DOCUMENT_PATHS`:
-        ``"bf16"`` with AMX; ``"int8"`` with VNNI or AVX2 (x86 integer dot products);
-        ``"fp32"`` elsewhere (other architectures, where nothing here was measured)."""
-        if self.amx:
-            return "bf16"
-        return "int8" if self.vnni or self.avx2 else "fp32"
+        ``"bf16"`` with native bfloat16 (AMX or AVX-512 BF16), else ``"fp32"``."""
+        return "bf16" if self.bf16 else "fp32"
 
     def describe(self) -> str:
         """One line: model, the features that decide, the mask if any."""

@@ -156,20 +156,13 @@ _BY_NAME = {name: kind for kind in KINDS for name in kind.names}
 
 
 def default_embedder() -> Embedder:
-    """The bundled all-MiniLM-L6-v2 embedder, on the path this CPU runs fastest
-    (:meth:`~.cpu.CpuKind.document_path`): bfloat16 on PyTorch with AMX; on other x86 CPUs
-    int8 weights on ONNX Runtime with breadcrumbs embedded once
-    (:class:`~.crumbs.CrumbEmbedder`, model id ``onnx-int8:all-MiniLM-L6-v2+crumbs``);
-    float32 elsewhere. The model loads on first use."""
-    from .cpu import cpu_kind
-    from .crumbs import CrumbEmbedder
-    from .onnx import OnnxEmbedder, onnx_available
+    """The bundled all-MiniLM-L6-v2 embedder, on the path this CPU runs fastest at float32's
+    quality (:meth:`~.cpu.CpuKind.document_path`): bfloat16 on PyTorch where the CPU has
+    native bfloat16, float32 on ONNX Runtime elsewhere; one model id either way. The model
+    loads on first use."""
     from .sentence_transformers import SentenceTransformerEmbedder
 
-    path = cpu_kind().document_path()
-    if path == "int8" and onnx_available():
-        return CrumbEmbedder(OnnxEmbedder(quantize="int8"))
-    return SentenceTransformerEmbedder()  # bfloat16 where the CPU has it, else float32
+    return SentenceTransformerEmbedder()
 
 
 def make_embedder(spec: str) -> Embedder:

@@ -5,7 +5,7 @@ other sentence-transformers model name (already in the local Hugging Face cache)
 works too.
 
 **Precision.** On a CPU with native bfloat16 arithmetic (Intel AMX or AVX-512 BF16, read from
-``/proc/cpuinfo``) the bundled model embeds documents on PyTorch with bfloat16 weights
+``/proc/cpuinfo`` by :mod:`.cpu`, oneDNN's ISA mask honoured) the bundled model embeds documents on PyTorch with bfloat16 weights
 (:mod:`.bf16`, ``precision="auto"``), several times faster than float32 on ONNX Runtime,
 its vectors at cosine 0.99995 to float32's (0.9998 at least); so it keeps the same
 ``model_id`` and mixes with float32 vectors in one index, as the ONNX backend does.
@@ -30,7 +30,7 @@ from ..errors import ConfigError, EmbeddingError
 from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, normalize_rows
 from .bf16 import Bf16Embedder
-from .cpu import cpu_kind
+from . import cpu
 from .folder import quiet_weight_loading
 from .onnx import OnnxEmbedder, onnx_available
 
@@ -38,11 +38,13 @@ __all__ = ["PRECISIONS", "SentenceTransformerEmbedder", "native_bf16"]
 
 #: ``precision`` values: ``"auto"`` (bfloat16 for the bundled model where the CPU has it).
 PRECISIONS = ("auto", "fp32", "bf16")
+
+
 def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
     """Whether this CPU does bfloat16 matrix products natively (AMX or AVX-512 BF16, after
     oneDNN's ISA mask: :func:`~.cpu.cpu_kind`); False where ``cpuinfo`` does not exist
     (macOS, Windows). Read once per path, without importing torch."""
-    return cpu_kind(cpuinfo).bf16
+    return cpu.cpu_kind(cpuinfo).document_path() == "bf16"
 
 
 # Names that mean the model the package bundles: served from disk, never from the hub.

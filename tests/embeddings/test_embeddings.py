@@ -286,14 +286,21 @@ def test_cache_closed_raises(tmp_path):
 
 
 def test_sentence_transformer_is_lazy():
-    emb = default_embedder()
-    assert isinstance(emb, SentenceTransformerEmbedder)
+    emb = SentenceTransformerEmbedder()
     assert emb.model_id == "sentence-transformers:all-MiniLM-L6-v2"
     assert emb.dimension == 384
     assert isinstance(emb, Embedder)
     assert emb._model is None  # nothing loaded yet
     alias = SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2")
     assert alias.model_id == emb.model_id
+    # The default on this CPU, whichever it is (test_precision.py covers each), loads
+    # nothing either: the CLI's help and errors never wait for a model.
+    code = ("import sys; from proxy_pointer.embeddings import default_embedder; "
+            "e = default_embedder(); print(e.dimension, e.max_tokens, "
+            "[m for m in ('torch', 'onnxruntime') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == "384 256 []"
 
 
 def test_sentence_transformer_reads_dimension_of_local_folder():
@@ -548,15 +555,19 @@ def test_gemini_argument_checks():
 
 def test_make_embedder_specs(monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    assert make_embedder("minilm").model_id == "sentence-transformers:all-MiniLM-L6-v2"
-    assert make_embedder("default").model_id == "sentence-transformers:all-MiniLM-L6-v2"
+    default = default_embedder().model_id
+    assert make_embedder("minilm").model_id == make_embedder("default").model_id == default
+    assert default == "sentence-transformers:all-MiniLM-L6-v2"  # on every CPU
+    # Any spec + "+crumbs": breadcrumbs embedded once, the inner id with the suffix.
+    assert make_embedder("hash:48+crumbs").model_id == "hash:48+crumbs"
+    assert make_embedder(" minilm-int8+crumbs ").model_id == "onnx-int8:all-MiniLM-L6-v2+crumbs"
     assert make_embedder("hash").model_id == "hash:256"
     assert make_embedder("hash:48").dimension == 48
     assert make_embedder("st:all-MiniLM-L6-v2").dimension == 384
     assert make_embedder("gemini").model_id == "gemini:gemini-embedding-001:768"
     assert make_embedder("gemini:text-embedding-004").model_id == "gemini:text-embedding-004:768"
     assert make_embedder("gemini:gemini-embedding-001:256").dimension == 256
-    for bad in ("nope", "hash:x", "hash:0", "st:", "gemini:m:-3", ""):
+    for bad in ("nope", "hash:x", "hash:0", "st:", "gemini:m:-3", "", "+crumbs", "hash:x+crumbs"):
         with pytest.raises(ConfigError):
             make_embedder(bad)
 
@@ -579,7 +590,7 @@ def test_embedder_from_id_round_trips(monkeypatch):
 
 def test_spec_kinds_are_listed_once(capsys):
     # The help line, the CLI's --embedder help and every error are made from KINDS.
-    assert SPEC_HELP == ", ".join(k.usage for k in KINDS)
+    assert SPEC_HELP == ", ".join(k.usage for k in KINDS) + ", any of them + '+crumbs'"
     names = [n for k in KINDS for n in k.names]
     assert len(names) == len(set(names))
     with pytest.raises(ConfigError) as info:
@@ -662,3 +673,24 @@ def test_a_missing_bundled_model_is_a_config_error(monkeypatch):
             bundled.model_path()
     finally:
         bundled.model_path.cache_clear()
+
+
+def test_batches_on_threads_keep_order_and_raise_a_batch_error():
+    from proxy_pointer.embeddings.base import embed_by_length
+
+    texts = [f"text {i} " + "x" * (i % 13) for i in range(50)]
+
+    def run(batch: list[str]) -> np.ndarray:
+        return np.array([[len(t), float(t.split()[1]), 1.0] for t in batch], np.float32)
+
+    one = embed_by_length(texts, 3, 4, run)
+    assert np.array_equal(embed_by_length(texts, 3, 4, run, workers=3), one)
+    assert np.allclose(one[:, 1] / one[:, 2], np.arange(50))  # input order kept
+
+    def failing(batch: list[str]) -> np.ndarray:
+        if any(t.startswith("text 7 ") for t in batch):
+            raise EmbeddingError("batch 7 failed")
+        return run(batch)
+
+    with pytest.raises(EmbeddingError, match="batch 7 failed"):
+        embed_by_length(texts, 3, 4, failing, workers=3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -152,3 +153,19 @@ def test_max_tokens_is_where_texts_are_cut_and_tokenizer_counts_them(cache: Path
     assert folder.max_tokens == 256 and isinstance(folder.tokenizer, TokenizerFile)
     text = "Résumé: métriques F1 et précision — 数据集"
     assert folder.tokenizer.count_tokens(text) == count_tokens(text)
+
+
+def test_runs_on_every_core_give_the_vectors_of_one(cache: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    texts = [f"{t} {i}" for i in range(7) for t in TEXTS]  # several batches of 8
+    one = OnnxEmbedder(quantize="int8", cache_dir=cache, workers=1).embed_documents(texts)
+    four = OnnxEmbedder(quantize="int8", cache_dir=cache, workers=4)
+    assert four.workers == 4
+    assert np.allclose(four.embed_documents(texts), one, atol=1e-5)
+    # By default one run per usable core; a Ray actor's OMP_NUM_THREADS asks for one run.
+    assert OnnxEmbedder(cache_dir=cache).workers == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert OnnxEmbedder(cache_dir=cache).workers == 1
+    with pytest.raises(ConfigError, match="workers must be a positive integer"):
+        OnnxEmbedder(workers=0)

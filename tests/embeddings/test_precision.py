@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from proxy_pointer.embeddings import SentenceTransformerEmbedder, embedder_from_id, make_embedder
+from proxy_pointer.embeddings import cpu as cpu_module
 from proxy_pointer.embeddings import sentence_transformers as st
 from proxy_pointer.errors import ConfigError
 
@@ -36,6 +37,45 @@ def test_native_bf16_reads_the_first_flags_line(tmp_path: Path) -> None:
     assert not st.native_bf16(str(tmp_path / "no-such-file"))
 
 
+#: The kinds of CPU the default chooses between, and what each gets.
+CPUS = {
+    "amx": ("avx2 avx512f avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8", "bf16"),
+    "avx512-bf16": ("avx2 avx512f avx512_vnni avx512_bf16", "bf16"),
+    "avx512-vnni": ("avx2 avx512f avx512_vnni", "fp32"),
+    "avx2": ("avx2 fma", "fp32"),
+    "no-x86-flags": ("fp asimd", "fp32"),
+}
+
+
+@pytest.fixture(params=sorted(CPUS))
+def cpu(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> str:
+    """Each kind of CPU, whichever this one is: its expected document path."""
+    flags, path = CPUS[request.param]
+    info = _cpuinfo(tmp_path / request.param, flags)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.setattr(cpu_module, "cpu_kind", lambda cpuinfo="/proc/cpuinfo", isa=None:
+                        real_cpu_kind(info, isa))
+    return path
+
+
+real_cpu_kind = cpu_module.cpu_kind
+
+
+def test_the_default_follows_the_cpu(cpu: str) -> None:
+    default = make_embedder("minilm")
+    assert cpu_module.cpu_kind().document_path() == cpu
+    assert isinstance(default, SentenceTransformerEmbedder)
+    assert default.precision == cpu
+    assert default.backend == ("torch" if cpu == "bf16" else "onnx")
+    assert default.batch_size == (16 if cpu == "bf16" else 8)
+    # One id on every CPU: int8 (faster without AMX) moves vectors, so it is an option.
+    assert default.model_id == "sentence-transformers:all-MiniLM-L6-v2"
+    # The index's recorded id rebuilds the same embedder on any machine.
+    again = embedder_from_id(default.model_id)
+    assert type(again) is type(default) and again.model_id == default.model_id
+
+
 @pytest.fixture(params=[True, False], ids=["bf16-cpu", "fp32-cpu"])
 def cpu_has_bf16(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
     """Both kinds of CPU, whichever this one is."""
@@ -44,8 +84,7 @@ def cpu_has_bf16(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 
 
 def test_auto_precision_follows_the_cpu_for_the_bundled_model_only(cpu_has_bf16: bool) -> None:
-    default = make_embedder("minilm")
-    assert isinstance(default, SentenceTransformerEmbedder)
+    default = SentenceTransformerEmbedder()
     expected = "bf16" if cpu_has_bf16 else "fp32"
     assert default.precision == expected
     assert default.backend == ("torch" if cpu_has_bf16 else "onnx")
@@ -58,8 +97,8 @@ def test_auto_precision_follows_the_cpu_for_the_bundled_model_only(cpu_has_bf16:
     # Another model keeps float32 unless asked: its bfloat16 quality is not measured here.
     assert SentenceTransformerEmbedder("st-model-not-local").precision == "fp32"
     # One model, one id: an index made in either precision opens with the other.
-    ids = {make_embedder(s).model_id for s in ("minilm", "minilm-fp32", "minilm-bf16")}
-    assert ids == {"sentence-transformers:all-MiniLM-L6-v2"}
+    ids = {make_embedder(s).model_id for s in ("minilm-fp32", "minilm-bf16", "minilm-torch")}
+    assert ids == {default.model_id} == {"sentence-transformers:all-MiniLM-L6-v2"}
     assert embedder_from_id(default.model_id).precision == expected  # type: ignore[attr-defined]
 
 
