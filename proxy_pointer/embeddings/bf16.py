@@ -26,6 +26,8 @@ from ..errors import EmbeddingError
 from .folder import (
     FolderEmbedder,
     batch_tokenizer,
+    default_workers,
+    omp_threads,
     quiet_weight_loading,
 )
 
@@ -38,13 +40,17 @@ PAD_MULTIPLE = 16
 class Bf16Embedder(FolderEmbedder):
     """A sentence-transformers folder on PyTorch with bfloat16 weights (default: the bundled
     MiniLM). ``batch_size``: texts per forward pass after sorting by length (16, the best
-    of those measured in ``benchmarks/results/bf16-sensitivity.md``).
+    of those measured in ``benchmarks/results/bf16-sensitivity.md``). ``workers``: batches
+    run at a time (default: one per usable core, or one where ``OMP_NUM_THREADS`` is set);
+    with more than one, loading sets PyTorch's intra-op threads to one
+    (``torch.set_num_threads(1)``, process-wide), so each batch runs on a core of its own.
+    The vectors do not depend on it.
     The model loads on first use; :class:`EmbeddingError` when it cannot (not a
     mean-pooling folder, broken files, no torch)."""
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *,
-                 batch_size: int = 16) -> None:
-        super().__init__(model, batch_size)
+                 batch_size: int = 16, workers: int | None = None) -> None:
+        super().__init__(model, batch_size, workers or default_workers())
         self._model: Any = None
         name = bundled.NAME if model is None else os.fspath(model)
         self.model_id = f"sentence-transformers:{name}"
@@ -69,6 +75,8 @@ class Bf16Embedder(FolderEmbedder):
                                                   dtype=torch.bfloat16).eval()
         except Exception as exc:  # transformers raises OSError, ValueError, RuntimeError...
             raise EmbeddingError(f"cannot load {folder} in bfloat16: {exc}") from exc
+        if self.workers > 1 and not omp_threads():
+            torch.set_num_threads(1)
         self._tokenizer = tokenizer
         self._model = model
 

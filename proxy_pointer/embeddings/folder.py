@@ -23,8 +23,9 @@ from ..errors import EmbeddingError
 from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, embed_by_length
 
-__all__ = ["FolderEmbedder", "batch_tokenizer", "check_layout", "hidden_size", "max_seq_length",
-           "model_folder", "quiet_weight_loading", "read_json"]
+__all__ = ["FolderEmbedder", "batch_tokenizer", "check_layout", "default_workers",
+           "hidden_size", "max_seq_length", "model_folder", "omp_threads",
+           "quiet_weight_loading", "read_json"]
 
 
 class FolderEmbedder:
@@ -91,6 +92,25 @@ class FolderEmbedder:
         if not isinstance(text, str):
             raise TypeError(f"embed_query() takes a string, got {type(text).__name__}")
         return self.embed_documents([text])[0]
+
+
+def omp_threads() -> int:
+    """``OMP_NUM_THREADS`` as a positive integer, or 0 where it is unset or not one."""
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    return int(threads) if threads.isdigit() else 0
+
+
+def default_workers() -> int:
+    """Batches a backend runs at a time: one per usable core, each on one thread (on two
+    cores that kept both busy where one run's two threads waited for each other, above all
+    beside the parsing workers: ``benchmarks/results/any-cpu.md``); one run where
+    ``OMP_NUM_THREADS`` bounds the threads (a Ray actor per core)."""
+    if omp_threads():
+        return 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 @contextlib.contextmanager

@@ -35,6 +35,8 @@ from ..errors import ConfigError, EmbeddingError
 from .folder import (
     FolderEmbedder,
     batch_tokenizer,
+    default_workers,
+    omp_threads,
     quiet_weight_loading,
 )
 
@@ -131,21 +133,6 @@ def _export(folder: Path, target: Path, quantize: str | None) -> None:
         raw.unlink(missing_ok=True)
 
 
-def _omp_threads() -> int:
-    threads = os.environ.get("OMP_NUM_THREADS", "")
-    return int(threads) if threads.isdigit() else 0
-
-
-def _default_workers() -> int:
-    """One run per usable core, or one run where ``OMP_NUM_THREADS`` bounds the threads."""
-    if _omp_threads():
-        return 1
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 class OnnxEmbedder(FolderEmbedder):
     """A sentence-transformers folder run by ONNX Runtime; by default the bundled MiniLM.
 
@@ -175,7 +162,7 @@ class OnnxEmbedder(FolderEmbedder):
         for name, value in (("batch_size", batch_size), ("workers", workers)):
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        super().__init__(model, batch_size, workers or _default_workers())
+        super().__init__(model, batch_size, workers or default_workers())
         self.quantize = quantize
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._quiet = quiet
@@ -227,7 +214,7 @@ class OnnxEmbedder(FolderEmbedder):
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
-        threads = _omp_threads()
+        threads = omp_threads()
         if threads:
             # Bounded like PyTorch: several of these on one machine (Ray actors, one per
             # core) must not each start a thread per core.

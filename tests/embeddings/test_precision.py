@@ -177,3 +177,18 @@ def test_a_local_mean_pooling_folder_runs_in_bf16(tmp_path: Path,
     assert emb.model_id == f"sentence-transformers:{folder}" and emb.max_tokens == 256
     cosine = (emb.embed_documents(TEXTS) * fp32_vectors).sum(axis=1)
     assert cosine.min() > 0.9995
+
+
+def test_bf16_runs_on_every_core_give_the_vectors_of_one(monkeypatch: pytest.MonkeyPatch,
+                                                         fp32_vectors: np.ndarray) -> None:
+    from proxy_pointer.embeddings import Bf16Embedder
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    texts = TEXTS * 7  # several batches of 16
+    one = Bf16Embedder(workers=1).embed_documents(texts)
+    three = Bf16Embedder(workers=3)
+    assert three.workers == 3
+    assert np.allclose(three.embed_documents(texts), one, atol=1e-5)  # same batches
+    assert ((one[: len(TEXTS)] * fp32_vectors).sum(axis=1)).min() > 0.9995
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert Bf16Embedder().workers == 1  # a Ray actor's bound: one run of its threads
