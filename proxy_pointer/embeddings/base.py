@@ -18,7 +18,7 @@ import numpy as np
 
 from ..tokens import TokenCounter
 
-__all__ = ["Embedder", "as_text_list", "embed_by_length", "normalize_rows"]
+__all__ = ["Embedder", "Wrapping", "as_text_list", "embed_by_length", "normalize_rows"]
 
 
 @runtime_checkable
@@ -60,6 +60,28 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one search query; returns a ``(dimension,)`` float32 array."""
         ...
+
+
+class Wrapping:
+    """Base of an embedder around another (``inner``) that reads texts as ``inner`` does: its
+    ``dimension``, ``max_tokens`` and ``tokenizer`` are ``inner``'s (a cache, a composer)."""
+
+    inner: Embedder
+
+    @property
+    def dimension(self) -> int:
+        """The inner embedder's ``dimension``."""
+        return self.inner.dimension
+
+    @property
+    def max_tokens(self) -> int:
+        """The inner embedder's ``max_tokens``: a wrapper reads what its model reads."""
+        return self.inner.max_tokens
+
+    @property
+    def tokenizer(self) -> TokenCounter:
+        """The inner embedder's ``tokenizer``."""
+        return self.inner.tokenizer
 
 
 def as_text_list(texts: Sequence[str]) -> list[str]:

@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, EmbeddingError
-from ..tokens import TokenCounter
-from .base import Embedder, as_text_list
+from .base import Embedder, Wrapping, as_text_list
 
 __all__ = ["CachedEmbedder"]
 
@@ -42,7 +41,7 @@ def _text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
-class CachedEmbedder:
+class CachedEmbedder(Wrapping):
     """Any embedder plus an on-disk cache, so unchanged text is never embedded twice.
 
     Vectors live in ``cache_dir/embeddings.sqlite`` keyed by ``(model_id, kind,
@@ -90,21 +89,6 @@ class CachedEmbedder:
     def model_id(self) -> str:
         """The inner embedder's ``model_id``: a cache does not change the vectors."""
         return self.inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        """The inner embedder's ``dimension``."""
-        return self.inner.dimension
-
-    @property
-    def max_tokens(self) -> int:
-        """The inner embedder's ``max_tokens``: a cache reads what its model reads."""
-        return self.inner.max_tokens
-
-    @property
-    def tokenizer(self) -> TokenCounter:
-        """The inner embedder's ``tokenizer``."""
-        return self.inner.tokenizer
 
     # -- storage -------------------------------------------------------------------------------
 

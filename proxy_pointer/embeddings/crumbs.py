@@ -24,8 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..parse.chunking import split_breadcrumb
-from ..tokens import TokenCounter
-from .base import Embedder, as_text_list, normalize_rows
+from .base import Embedder, Wrapping, as_text_list, normalize_rows
 
 __all__ = ["MEMORY", "SUFFIX", "CrumbEmbedder"]
 
@@ -36,7 +35,7 @@ SUFFIX = "+crumbs"
 MEMORY = 50_000
 
 
-class CrumbEmbedder:
+class CrumbEmbedder(Wrapping):
     """``inner`` (an :class:`~.base.Embedder`) with breadcrumbs and bodies embedded apart.
 
     ``dimension``, ``max_tokens`` and ``tokenizer`` are ``inner``'s; ``model_id`` is
@@ -54,18 +53,6 @@ class CrumbEmbedder:
 
     def __repr__(self) -> str:
         return f"CrumbEmbedder({self.inner!r})"
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    @property
-    def max_tokens(self) -> int:
-        return self.inner.max_tokens
-
-    @property
-    def tokenizer(self) -> TokenCounter:
-        return self.inner.tokenizer
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm float32 vectors, shape ``(len(texts), dimension)``, in input order."""
