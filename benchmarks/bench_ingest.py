@@ -1,12 +1,12 @@
 """Indexing throughput, per-stage profile, peak memory and retrieval quality per embedder mode.
 
 Modes: ``today`` (bundled MiniLM on PyTorch, batch 32: the path before ONNX), ``default``
-(the default embedder on this CPU's path: ``proxy_pointer.embeddings.cpu``), ``int8`` (ONNX, int8 weights), ``fast`` (the
-static model distilled from MiniLM), ``hash`` (no model: for smoke runs only). Each run is a
-fresh child process indexing the dataset end to end (read -> tree -> chunks -> vectors ->
-saved index) with a cold embedding cache, so its wall time, MB/s and peak RSS are its own.
-One-off model preparation (ONNX export, fast mode's distillation) is done before timing, as
-it is once per machine.
+(the default embedder on this CPU's path: ``proxy_pointer.embeddings.cpu``), ``int8`` (ONNX,
+int8 weights), ``fast`` (the static model distilled from MiniLM), ``hash`` (no model: for
+smoke runs only). Each run is a fresh child process indexing the dataset end to end (read
+-> tree -> chunks -> vectors -> saved index) with a cold embedding cache, so its wall time,
+MB/s and peak RSS are its own. One-off model preparation (ONNX export, fast mode's
+distillation) is done before timing, as it is once per machine.
 
 * **Throughput**: MB/s and chunks/s per ``--modes``, with the stages of
   ``UpdateReport.timings`` (parse stages summed over the parse pool's worker processes) and
