@@ -26,7 +26,6 @@ from ..errors import EmbeddingError
 from .folder import (
     FolderEmbedder,
     batch_tokenizer,
-    default_workers,
     omp_threads,
     quiet_weight_loading,
 )
@@ -50,7 +49,7 @@ class Bf16Embedder(FolderEmbedder):
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *,
                  batch_size: int = 16, workers: int | None = None) -> None:
-        super().__init__(model, batch_size, workers or default_workers())
+        super().__init__(model, batch_size, workers)
         self._model: Any = None
         name = bundled.NAME if model is None else os.fspath(model)
         self.model_id = f"sentence-transformers:{name}"

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import bundled
-from ..errors import EmbeddingError
+from ..errors import ConfigError, EmbeddingError
 from ..tokens import WORD_PIECES, TokenCounter, TokenizerFile
 from .base import as_text_list, embed_by_length
 
@@ -34,18 +34,23 @@ class FolderEmbedder:
     once on first use (under a lock), texts embedded sorted by length in ``batch_size``
     batches (``workers`` at a time), a query embedded as a passage. A backend sets
     ``model_id`` and implements ``_open`` and ``_run`` (one batch -> mean-pooled float32
-    rows)."""
+    rows). :class:`ConfigError` for a ``batch_size`` or ``workers`` that is not a positive
+    integer."""
 
     model_id: str
     #: How messages name the backend ("ONNX backend").
     backend = "embedding backend"
 
     def __init__(self, model: str | os.PathLike[str] | None, batch_size: int,
-                 workers: int = 1) -> None:
+                 workers: int | None = None) -> None:
+        for name, value in (("batch_size", batch_size), ("workers", workers)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         self._folder = Path(model).expanduser() if model is not None else None
         self.batch_size = batch_size
-        #: Batches run at a time (see :func:`~.base.embed_by_length`).
-        self.workers = workers
+        #: Batches run at a time (see :func:`~.base.embed_by_length`; None: one per core,
+        #: :func:`default_workers`).
+        self.workers = default_workers() if workers is None else workers
         self._tokenizer: Any = None
         self._loaded = False
         self._lock = threading.Lock()

@@ -35,7 +35,6 @@ from ..errors import ConfigError, EmbeddingError
 from .folder import (
     FolderEmbedder,
     batch_tokenizer,
-    default_workers,
     omp_threads,
     quiet_weight_loading,
 )
@@ -159,10 +158,7 @@ class OnnxEmbedder(FolderEmbedder):
                  workers: int | None = None) -> None:
         if quantize not in _QUANTIZE:
             raise ConfigError(f"quantize must be one of {_QUANTIZE}, got {quantize!r}")
-        for name, value in (("batch_size", batch_size), ("workers", workers)):
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        super().__init__(model, batch_size, workers or default_workers())
+        super().__init__(model, batch_size, workers)
         self.quantize = quantize
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._quiet = quiet

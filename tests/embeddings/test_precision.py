@@ -109,6 +109,14 @@ def test_bad_precision_arguments_are_config_errors() -> None:
         SentenceTransformerEmbedder(backend="onnx", precision="bf16")
     with pytest.raises(ConfigError, match="batch_size"):
         SentenceTransformerEmbedder(precision="bf16", batch_size=0)
+    from proxy_pointer.embeddings import Bf16Embedder
+
+    # The checks both folder backends share (FolderEmbedder), not only ONNX Runtime's.
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ConfigError, match="workers must be a positive integer"):
+            Bf16Embedder(workers=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="batch_size must be a positive integer"):
+            Bf16Embedder(batch_size=bad)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
