@@ -58,16 +58,18 @@ class CrumbEmbedder(Wrapping):
         """Unit-norm float32 vectors, shape ``(len(texts), dimension)``, in input order."""
         items = as_text_list(texts)
         parts = [split_breadcrumb(t) for t in items]
-        vectors = self._parts({p for pair in parts for p in pair if p})
+        distinct = {p for pair in parts for p in pair if p}
+        vectors = self._parts(distinct)
+        # Each distinct part counted once: a breadcrumb heads every chunk of its section.
+        pieces = {p: self.tokenizer.count_tokens(p) for p in distinct}
         out = np.zeros((len(items), self.dimension), np.float32)
         room = max(1, self.max_tokens - 2)  # the special tokens of one joined text
-        count = self.tokenizer.count_tokens
         for i, (head, body) in enumerate(parts):
             if not head:
                 out[i] = vectors[body] if body else 0.0
                 continue
-            n_head = min(count(head), room)
-            n_body = min(count(body), room - n_head) if body else 0
+            n_head = min(pieces[head], room)
+            n_body = min(pieces[body], room - n_head) if body else 0
             out[i] = n_head * vectors[head]
             if n_body:
                 out[i] += n_body * vectors[body]
