@@ -1,9 +1,10 @@
 """Embedding speed of each document path on this CPU, and with its features masked.
 
 The default embedder's path is chosen from what the CPU offers (``proxy_pointer.embeddings.
-cpu``). This measures each path on the same chunk texts of a dataset (every chunk of its
-first documents, as the default chunker cuts them, breadcrumbs included), each in a fresh
-child process after a warm-up, at most ``--texts`` texts:
+cpu``). This measures each path on the same chunk texts of a dataset (its first ``--texts`` chunks
+in file order, as the default chunker cuts them, breadcrumbs included:
+:func:`benchmarks.ingest_profile.chunk_texts`), each in a fresh child process after a
+warm-up:
 
 * ``fp32``: float32 on ONNX Runtime, one session of a thread per core: the default of
   commit b226cd2 (issue 50's baseline) and of every CPU without bfloat16 until now;
@@ -36,26 +37,10 @@ from pathlib import Path
 import numpy as np
 
 from .common import RESULTS, ROOT, bench_command, environment, run_child, write_report
+from .ingest_profile import chunk_texts
 
 PATHS = ("fp32", "bf16", "int8", "int8+crumbs", "default")
 MASKS = ("", "AVX512_CORE_VNNI", "AVX2")
-
-
-def texts_of(dataset: Path, limit: int) -> list[str]:
-    """Chunk texts of the dataset's documents in name order, up to ``limit``."""
-    from proxy_pointer.ingest.parsing import parse_document
-    from proxy_pointer.parse.chunking import ChunkConfig
-
-    out: list[str] = []
-    for path in sorted((dataset / "docs").iterdir()):
-        if len(out) >= limit:
-            break
-        if path.suffix.lower() not in (".md", ".txt", ".markdown"):
-            continue
-        parsed = parse_document(path.read_text(encoding="utf-8"), path.name, str(path),
-                                "markdown", ChunkConfig(), False)
-        out.extend(c.embed_text for c in parsed.chunks)
-    return out[:limit]
 
 
 def child(path: str, texts_file: Path, vectors_file: Path) -> None:
@@ -79,7 +64,7 @@ def child(path: str, texts_file: Path, vectors_file: Path) -> None:
 
 
 def run(dataset: Path, limit: int, masks: list[str], paths: list[str], work: Path) -> dict:
-    texts = texts_of(dataset, limit)
+    texts = chunk_texts(dataset / "docs")[2][:limit]
     texts_file = work / "texts.json"
     texts_file.write_text(json.dumps(texts))
     rows = []
