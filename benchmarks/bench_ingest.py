@@ -297,19 +297,19 @@ def targets(results: dict) -> list[str]:
 
     lines = []
     rows = {r["mode"]: r for r in results["throughput"]}
+
+    def against_baseline(mode: str) -> tuple[float, str]:
+        old, new = rows["baseline"]["seconds"], rows[mode]["seconds"]
+        return old / new, f"{old / new:.2f}x ({old:.0f} s -> {new:.0f} s)"
+
     if "baseline" in rows and "default" in rows:
-        x = rows["baseline"]["seconds"] / rows["default"]["seconds"]
+        x, text = against_baseline("default")
+        cpu = results.get("environment", {}).get("cpu", "this CPU")
         lines.append(f"- Default indexes the folder >= 3x faster than the baseline (issues 38 "
-                     f"and 50, on {results.get('environment', {}).get('cpu', 'this CPU')}): "
-                     f"{verdict(x >= 3)}, "
-                     f"{x:.2f}x ({rows['baseline']['seconds']:.0f} s -> "
-                     f"{rows['default']['seconds']:.0f} s).")
+                     f"and 50, on {cpu}): {verdict(x >= 3)}, {text}.")
     for mode in sorted(set(rows) - {"baseline", "default"}):
         if "baseline" in rows:
-            x = rows["baseline"]["seconds"] / rows[mode]["seconds"]
-            lines.append(f"- `{mode}` against the baseline: {x:.2f}x "
-                         f"({rows['baseline']['seconds']:.0f} s -> "
-                         f"{rows[mode]['seconds']:.0f} s).")
+            lines.append(f"- `{mode}` against the baseline: {against_baseline(mode)[1]}.")
     for ds in dict.fromkeys(q["dataset"] for q in results.get("quality", [])):
         for scope in ("per-doc", "corpus"):
             old, new = (_hits(results, ds, scope, m) for m in ("baseline", "default"))
