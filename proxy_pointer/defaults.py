@@ -18,6 +18,7 @@ __all__ = [
     "K_SEARCH",
     "MODE",
     "PACKING",
+    "REFINE",
     "K",
     "cache_dir",
 ]
@@ -36,6 +37,8 @@ MODE = "chunks"
 PACKING = "evidence"
 #: Fuse BM25 with dense search by reciprocal rank fusion.
 HYBRID = True
+#: Chunks of the stored vectors' ranking (and of BM25's) that an index's refiner rescores.
+REFINE = 100
 #: Index directory of the CLI when ``--index`` is not given.
 INDEX_DIR = ".proxy-pointer-index"
 #: Embedder spec (:func:`proxy_pointer.embeddings.make_embedder`) of a new index.

@@ -42,6 +42,7 @@ from .package import VERSION
 from .parse.chunking import CHUNKER_VERSION, Chunk, ChunkConfig
 from .refs import Ref, SectionText, open_ref, resolve
 from .search.corpus import ChunkRows, DocumentTable, Reader
+from .search.refine import Refiner, refiner_for
 from .search.retrieval import Retrieval, RetrievalConfig, Retriever
 from .search.synthesis import Answer, synthesize
 from .stores import (
@@ -76,18 +77,23 @@ class Index:
     ``index_llm`` is the index-time LLM, needed only when ``chunk_config.noise.use_llm`` is
     set (it then labels each document's noise sections: one call per document, rules as
     fallback) or ``chunk_config.summaries`` (one summary per section, cached by content).
+    ``refiner`` rescores queries' best chunks with a second embedder (:mod:`.search.refine`);
+    by default the embedder's teacher where it has one (fast mode: MiniLM).
     """
 
     def __init__(self, *, embedder: Embedder | None = None,
                  chunk_config: ChunkConfig | None = None,
                  vector_config: VectorIndexConfig | None = None,
                  recover_headings: bool = False, encoding: str = "utf-8",
-                 index_llm: LLM | None = None) -> None:
+                 index_llm: LLM | None = None, refiner: Refiner | None = None) -> None:
         if embedder is None:
             from .embeddings import default_embedder
 
             embedder = default_embedder()
         self.embedder = embedder
+        #: The second-stage embedder of queries (:mod:`~.search.refine`): fast mode's is the
+        #: MiniLM it was distilled from; ``None`` for an embedder without a teacher.
+        self.refiner = refiner if refiner is not None else refiner_for(embedder)
         # Chunks are sized to what the embedder reads (its max_tokens), not to one model's.
         self.chunk_config = (ChunkConfig.for_window(embedder.max_tokens) if chunk_config is None
                              else chunk_config.fitted(embedder.max_tokens))
@@ -150,8 +156,9 @@ class Index:
 
     @classmethod
     def load(cls, location: str | os.PathLike[str] | Store, *,
-             embedder: Embedder | None = None) -> Index:
-        """Open a saved index. Without ``embedder`` the one recorded in the manifest is used.
+             embedder: Embedder | None = None, refiner: Refiner | None = None) -> Index:
+        """Open a saved index. Without ``embedder`` the one recorded in the manifest is used;
+        without ``refiner``, that embedder's (:func:`~.search.refine.refiner_for`).
 
         Raises :class:`IndexCorruptError` or :class:`IndexMismatchError` (wrong embedder,
         dimension or schema) with what was expected and what was found.
@@ -166,7 +173,7 @@ class Index:
             embedder = make_embedder(m.embedder.model_id)
             m.check_embedder(store.location, expect_dimension=embedder.dimension)
         idx = cls(embedder=embedder, vector_config=m.vector_index,
-                  recover_headings=m.recover_headings)
+                  recover_headings=m.recover_headings, refiner=refiner)
         idx.chunk_config = m.chunking  # as recorded: an index opens as it was built
         idx._set(opened.segments)
         idx._origin = (store, opened.generation)
@@ -447,7 +454,7 @@ class Index:
 
         Keyword options override fields of ``config`` (``budget=1000, k=3, doc_ids=[...]``).
         """
-        return Retriever(self.reader, config).retrieve(question, **options)
+        return Retriever(self.reader, config, refiner=self.refiner).retrieve(question, **options)
 
     def ask(self, question: str, llm: LLM | None = None, config: RetrievalConfig | None = None,
             **options: Any) -> Answer:

@@ -67,7 +67,8 @@ LAYERS = [
     # the request rules, and the reader retrieval is written against
     {"search.config", "search.derived", "search.corpus", "search"},
     {"search.sections"},  # the result type, read by everything above
-    {"search.ranking", "search.rerank", "search.routing", "search.expansion"},
+    {"search.ranking", "search.rerank", "search.routing", "search.expansion",
+     "search.refine"},
     {"search.steps"},  # ranking steps with one signature, run in order by the retriever
     {"search.packing"},
     {"search.retrieval"},

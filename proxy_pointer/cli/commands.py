@@ -283,7 +283,7 @@ def _retrieval_config(service: Service, args: argparse.Namespace) -> RetrievalCo
     return RetrievalConfig(budget=args.budget, k=args.k, k_search=args.k_search,
                            doc_ids=tuple(doc_ids) or None, path_prefix=args.path,
                            expand=args.expand, hybrid=args.hybrid, mode=args.mode,
-                           packing=args.packing, access=view,
+                           packing=args.packing, refine=args.refine, access=view,
                            **service.query_options)
 
 

@@ -36,6 +36,10 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
                    help="hand over whole sections with subsections, or own text only")
     p.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=defaults.HYBRID,
                    help="fuse BM25 with dense search (default on; --no-hybrid: dense only)")
+    p.add_argument("--refine", type=int, default=defaults.REFINE, metavar="N",
+                   help="chunks a fast-mode index has MiniLM rescore per question, of the "
+                        "static vectors' and of BM25's best each (default %(default)s; 0: "
+                        "the static vectors alone, no model loaded)")
     p.add_argument("--mode", choices=MODES, default=defaults.MODE,
                    help="rank sections by their best chunk, over the collapsed tree, or "
                         "top-down (default %(default)s)")

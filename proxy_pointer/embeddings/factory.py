@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .base import Embedder
 
 __all__ = ["KINDS", "SPEC_HELP", "EmbedderKind", "default_embedder", "embedder_from_id",
-           "make_embedder"]
+           "make_embedder", "teacher_of"]
 
 
 @dataclass(frozen=True)
@@ -219,3 +219,16 @@ def embedder_from_id(model_id: str) -> Embedder:
             f"embedder id {model_id!r} is not in canonical form (expected {embedder.model_id!r})"
         )
     return embedder
+
+
+def teacher_of(model_id: str) -> str | None:
+    """The spec of the model an embedder of ``model_id`` was distilled from, which refines
+    its rankings at query time (:mod:`proxy_pointer.search.refine`): fast mode's is the
+    bundled MiniLM (``"minilm"``); every other embedder has none.
+
+    >>> teacher_of("fast:minilm-static-v1"), teacher_of("hash:64")
+    ('minilm', None)
+    """
+    from .static import FAST_MODEL_ID
+
+    return "minilm" if model_id == FAST_MODEL_ID else None

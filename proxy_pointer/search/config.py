@@ -175,6 +175,11 @@ class Tuning:
       e.g. ``Synonyms.load("synonyms.txt")`` in the Solr format) are applied to the
       question first (a path is read as a synonyms file). Both act at query time; the
       result's ``expansion`` says what they did.
+    * ``refine`` (default 100; 0 turns it off): where the index has a refiner (fast
+      mode's is the MiniLM it was distilled from: :mod:`.refine`), the stored vectors'
+      best ``refine`` chunks and BM25's best ``refine`` are ranked by the refiner's vectors,
+      made at query time, and every later step compares the question with those vectors.
+      Ignored by an index without one.
     * ``aliases``: names of companies no filing prints, for routing ("Pepsi, PepsiCo";
       the synonyms format, or its path): a rule one of whose terms is a name a card knows
       adds the others to that entity's names.
@@ -200,6 +205,7 @@ class Tuning:
     vocabulary: bool = True
     synonyms: Synonyms | str | os.PathLike[str] | None = None
     aliases: Synonyms | str | os.PathLike[str] | None = None
+    refine: int = defaults.REFINE
 
     def __post_init__(self) -> None:
         for name in ("synonyms", "aliases"):
@@ -225,6 +231,8 @@ class Tuning:
             raise ConfigError("promote_parent must be 0 (off) or at least 2")
         if self.section_floor < 0:
             raise ConfigError("section_floor must be >= 0")
+        if not isinstance(self.refine, int) or isinstance(self.refine, bool) or self.refine < 0:
+            raise ConfigError(f"refine must be 0 (off) or a positive integer, got {self.refine!r}")
         if self.rrf_k < 1:
             raise ConfigError("rrf_k must be at least 1")
 

@@ -42,6 +42,7 @@ from .ranking import (
     promote,
     select,
 )
+from .refine import RefinedCorpus, Refiner
 from .routing import Route, Shelf
 from .sections import Section
 from .steps import STEPS, Query, Step, run_steps
@@ -63,7 +64,8 @@ class Retrieval:
     candidates: int = 0  # unique nodes found before the k / budget cut
     omitted: tuple[str, ...] = ()  # refs of selected sections the budget could not hold
     timings: dict[str, float] = field(default_factory=dict, compare=False)
-    """Seconds per stage: ``embed`` (query vector), ``search`` (dense, BM25, fusion),
+    """Seconds per stage: ``embed`` (query vector; both with a refiner), ``search`` (dense,
+    BM25, fusion; with a refiner, embedding the chunks it rescores),
     ``dedupe`` (grouping chunks by node) and ``slice`` (sections, trimming, budget)."""
     routing: Route = field(default_factory=Route)  # the documents the question named
     expansion: Expansion = field(default_factory=Expansion)  # concepts, statements, synonyms
@@ -95,11 +97,13 @@ class Retriever:
     question, so it follows updates)."""
 
     def __init__(self, corpus: Corpus, config: RetrievalConfig | None = None, *,
-                 steps: Sequence[Step] = STEPS) -> None:
+                 steps: Sequence[Step] = STEPS, refiner: Refiner | None = None) -> None:
         self.corpus = corpus
         self.config = config or RetrievalConfig()
         #: The ranking steps run on the candidates, in order (:mod:`.steps`).
         self.steps: tuple[Step, ...] = tuple(steps)
+        #: The second-stage embedder (:mod:`.refine`), used while ``tuning.refine`` > 0.
+        self.refiner = refiner
 
     # --- public ---------------------------------------------------------------------
     def retrieve(self, question: str, **options: Any) -> Retrieval:
@@ -128,14 +132,13 @@ class Retriever:
                 routed = Route()
         timings["route"] = time.perf_counter() - t
         question = question[:MAX_QUESTION_CHARS]
-        ranked, q, expansion = self._understood(question, cfg, rows, timings)
+        corpus, ranked, q, expansion = self._understood(question, cfg, rows, timings)
         t = time.perf_counter()
         asked = Query(question, expansion.text(question), q, cfg)
-        candidates = run_steps(self.steps, group(self.corpus, ranked), asked, self.corpus,
-                               timings)
+        candidates = run_steps(self.steps, group(corpus, ranked), asked, corpus, timings)
         timings["dedupe"] = time.perf_counter() - t
         t = time.perf_counter()
-        sections, omitted = self._assemble(asked.text, candidates, cfg, q)
+        sections, omitted = self._assemble(corpus, asked.text, candidates, cfg, q)
         timings["slice"] = time.perf_counter() - t
         used = sum(s.tokens for s in sections)
         return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates),
@@ -144,19 +147,36 @@ class Retriever:
     # --- search ---------------------------------------------------------------------
     def _understood(self, question: str, cfg: RetrievalConfig, rows: np.ndarray | None,
                     timings: dict[str, float]
-                    ) -> tuple[list[tuple[int, float]], np.ndarray, Expansion]:
-        """The question's expansion (synonyms, then the filing vocabulary's concepts), the
+                    ) -> tuple[Corpus, list[tuple[int, float]], np.ndarray, Expansion]:
+        """The corpus this request reads (the index's, or its refined view: :mod:`.refine`),
+        the question's expansion (synonyms, then the filing vocabulary's concepts), the
         ranked chunks for its expanded text with the statements it needs moved first, and
         the query vector."""
         synonyms = cfg.tuning.synonyms if isinstance(cfg.tuning.synonyms, Synonyms) else None
         expansion = understand(question, vocabulary=FILINGS if cfg.tuning.vocabulary else None,
                                synonyms=synonyms)
-        ranked, q = self._search(question, expansion, cfg, rows, timings)
+        corpus, q = self._embedded(expansion.embedded(question), cfg, timings)
+        ranked = self._search(corpus, question, expansion, q, cfg, rows, timings)
         if expansion.statements:
-            ranked, moved = boost_statements(self.corpus, ranked, expansion.statements, q, rows)
+            ranked, moved = boost_statements(corpus, ranked, expansion.statements, q, rows)
             expansion = replace(expansion, sections=tuple(
                 str(Ref.of_section(d, n, *self._lines(d, n))) for d, n in moved))
-        return ranked, q, expansion
+        return corpus, ranked, q, expansion
+
+    def _embedded(self, text: str, cfg: RetrievalConfig, timings: dict[str, float]
+                  ) -> tuple[Corpus, np.ndarray]:
+        """The corpus the request reads and the question's vector in it: with a refiner
+        (and ``refine`` > 0) the refined view and the refiner's vector of ``text``."""
+        t = time.perf_counter()
+        try:
+            q = np.asarray(self.corpus.embedder.embed_query(text), dtype=np.float32)
+            if self.refiner is None or not cfg.tuning.refine:
+                return self.corpus, q
+            view = RefinedCorpus(self.corpus, self.refiner, q, pool=cfg.tuning.refine,
+                                 view=cfg.access)
+            return view, self.refiner.query(text)
+        finally:
+            timings["embed"] = time.perf_counter() - t
 
     def _route(self, question: str, cfg: RetrievalConfig) -> tuple[Route, np.ndarray]:
         """Where the cards send ``question``, among the documents this request may
@@ -200,23 +220,18 @@ class Retriever:
             rows = found if rows is None else np.intersect1d(rows, found)
         return rows
 
-    def _search(self, question: str, expansion: Expansion, cfg: RetrievalConfig,
-                rows: np.ndarray | None, timings: dict[str, float]
-                ) -> tuple[list[tuple[int, float]], np.ndarray]:
-        """Chunk rows with fused scores, best first, and the query vector: the question as
-        ``expansion`` expanded it is embedded and matched by BM25; titles are matched
-        against the ``question`` as asked."""
-        searched = expansion.text(question)
-        t = time.perf_counter()
-        q = np.asarray(self.corpus.embedder.embed_query(expansion.embedded(question)),
-                       dtype=np.float32)
-        timings["embed"] = time.perf_counter() - t
+    def _search(self, corpus: Corpus, question: str, expansion: Expansion, q: np.ndarray,
+                cfg: RetrievalConfig, rows: np.ndarray | None, timings: dict[str, float]
+                ) -> list[tuple[int, float]]:
+        """Chunk rows with fused scores, best first: the question as ``expansion`` expanded
+        it (embedded as ``q``) and matched by BM25; titles are matched against the
+        ``question`` as asked."""
         t = time.perf_counter()
         try:
-            ranked = self._chunks(question, searched, q, cfg, rows)
+            ranked = self._chunks(corpus, question, expansion.text(question), q, cfg, rows)
             if cfg.tuning.title_boost and ranked:
-                ranked = boost_named(self.corpus, ranked, question, cfg.tuning.k_search)
-            return ranked, q
+                ranked = boost_named(corpus, ranked, question, cfg.tuning.k_search)
+            return ranked
         finally:
             timings["search"] = time.perf_counter() - t
 
@@ -224,17 +239,23 @@ class Retriever:
         node = self.corpus.tree(doc_id).get(node_id)
         return node.start + 1, node.end
 
-    def _chunks(self, question: str, searched: str, q: np.ndarray, cfg: RetrievalConfig,
-                rows: np.ndarray | None) -> list[tuple[int, float]]:
+    def _chunks(self, corpus: Corpus, question: str, searched: str, q: np.ndarray,
+                cfg: RetrievalConfig, rows: np.ndarray | None) -> list[tuple[int, float]]:
         labels = named_labels(question) if cfg.tuning.title_boost else []
-        scores, found = self.corpus.dense_search(q, cfg.tuning.k_search, rows=rows)
+        k = cfg.tuning.k_search
+        lexical = (corpus.lexical_search(searched, k, rows, scope=self._scope(cfg))
+                   if cfg.tuning.hybrid else [])
+        if isinstance(corpus, RefinedCorpus):
+            # The refiner also ranks BM25's best, as one dense search would have found them.
+            scores, found = corpus.dense_search(
+                q, k, rows=rows, also=[r for r, _ in lexical[:cfg.tuning.refine]])
+        else:
+            scores, found = corpus.dense_search(q, k, rows=rows)
         dense = list(zip(found.tolist(), scores.tolist(), strict=True))
         if labels:
-            dense = boost_titles(self.corpus, dense, q, labels, cfg.tuning.title_boost, rows)
+            dense = boost_titles(corpus, dense, q, labels, cfg.tuning.title_boost, rows)
         if not cfg.tuning.hybrid:
             return dense
-        lexical = self.corpus.lexical_search(searched, cfg.tuning.k_search, rows,
-                                             scope=self._scope(cfg))
         return fuse_chunks(dense, lexical, cfg.tuning.rrf_k)
 
     def _scope(self, cfg: RetrievalConfig) -> np.ndarray | None:
@@ -245,11 +266,10 @@ class Retriever:
         return None if rows is None or len(rows) == len(self.corpus.chunks) else rows
 
     # --- assembly -------------------------------------------------------------------
-    def _assemble(self, question: str, candidates: list[Candidate], cfg: RetrievalConfig,
-                  query: np.ndarray) -> tuple[list[Section], list[str]]:
+    def _assemble(self, idx: Corpus, question: str, candidates: list[Candidate],
+                  cfg: RetrievalConfig, query: np.ndarray) -> tuple[list[Section], list[str]]:
         """Sections within the budget (each with its :attr:`~.sections.Section.relevance`),
         and the refs of selected ones left out for lack of it."""
-        idx = self.corpus
         # Twice k are selected so that copies merged away leave room for other sections.
         selected = select(idx, candidates, k=2 * cfg.k, expand=cfg.tuning.expand)
         selected = merge_duplicates(idx, selected)[:cfg.k]

@@ -110,7 +110,8 @@ class Service:
                 if now - self._checked >= self.refresh_seconds:
                     self._checked = now
                     if self.store.generation() != self._index.generation:
-                        self._index = Index.load(self.store, embedder=self._embedder)
+                        self._index = Index.load(self.store, embedder=self._embedder,
+                                                 refiner=self._index.refiner)
         return self._index
 
     @contextmanager
@@ -274,7 +275,7 @@ class Service:
             raise ConfigError(f"doc ids given twice: {', '.join(clash)}")
         t0 = time.perf_counter()
         with self._write, self.store.lock(timeout=lock_timeout):
-            idx = Index.load(self.store, embedder=self._embedder)
+            idx = Index.load(self.store, embedder=self._embedder, refiner=self._index.refiner)
             before, version = set(idx.reader.documents), idx.version
             # Parse here (workers=0): forking a process whose other threads are serving
             # requests could copy a lock one of them holds.

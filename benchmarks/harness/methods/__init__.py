@@ -50,6 +50,14 @@ METHODS: dict[str, Callable[..., Any]] = {
         "proxy-pointer-traverse", mode="traverse", k=k),
     "proxy-pointer-windows": lambda k: ProxyPointerMethod(
         "proxy-pointer-windows", chunking="windows", k=k),
+    # how many chunks an index's refiner rescores (fast mode's MiniLM; 0: the stored
+    # vectors alone); the default is 100 (proxy_pointer.defaults.REFINE)
+    "proxy-pointer-unrefined": lambda k: ProxyPointerMethod("proxy-pointer-unrefined",
+                                                            refine=0, k=k),
+    "proxy-pointer-refine-50": lambda k: ProxyPointerMethod("proxy-pointer-refine-50",
+                                                            refine=50, k=k),
+    "proxy-pointer-refine-200": lambda k: ProxyPointerMethod("proxy-pointer-refine-200",
+                                                             refine=200, k=k),
     "proxy-pointer-milvus": lambda k: ProxyPointerMethod(
         "proxy-pointer-milvus", store="milvus", k=k),
     "flat": lambda k: FlatMethod("flat", 2000, 200),
@@ -59,8 +67,9 @@ METHODS: dict[str, Callable[..., Any]] = {
     "pageindex": lambda k: PageIndexMethod(),
 }
 
-# PageIndex is opt-in: it needs its own virtualenv and, for quality numbers, an LLM.
-DEFAULT_METHODS = tuple(m for m in METHODS if m != "pageindex")
+# PageIndex is opt-in: it needs its own virtualenv and, for quality numbers, an LLM. The
+# refine variants differ from proxy-pointer only for an index with a refiner (fast mode).
+DEFAULT_METHODS = tuple(m for m in METHODS if m != "pageindex" and "refine" not in m)
 
 
 def make_method(name: str, *, k: int | None = None) -> Any:

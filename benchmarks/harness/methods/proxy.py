@@ -5,7 +5,9 @@ One index (noise filter on) serves ``proxy-pointer`` (the library's defaults),
 ``proxy-pointer-naive`` (the reference design: the 5 best whole sections, best first, no
 fusion, no per-section cap), ``proxy-pointer-sections`` (whole sections packed in rank
 order, the packing before evidence packing), ``proxy-pointer-collapsed`` and
-``proxy-pointer-traverse`` (the other section-ranking modes), ``proxy-pointer-milvus`` (the
+``proxy-pointer-traverse`` (the other section-ranking modes), ``proxy-pointer-unrefined``,
+``proxy-pointer-refine-50`` and ``-200`` (an index with a refiner, fast mode's, rescoring no,
+50 or 200 chunks instead of 100), ``proxy-pointer-milvus`` (the
 defaults on an index saved to and read from Milvus Lite); ``proxy-pointer-no-noise``
 builds a second index with the noise filter off, ``proxy-pointer-ivf`` one whose every
 segment is searched through the memory-mapped IVF index (the default only past 200k
