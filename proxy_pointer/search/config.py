@@ -178,8 +178,11 @@ class Tuning:
     * ``refine`` (default 100; 0 turns it off): where the index has a refiner (fast
       mode's is the MiniLM it was distilled from: :mod:`.refine`), the stored vectors'
       best ``refine`` chunks and BM25's best ``refine`` are ranked by the refiner's vectors,
-      made at query time, and every later step compares the question with those vectors.
-      Ignored by an index without one.
+      made at query time, and every later step compares the question with those vectors
+      (a question also has the chunks of the statement sections it needs and of a section
+      it names embedded: linear in those sections). Ignored by an index without one, and
+      in the modes ``"collapsed"`` and ``"traverse"``, which compare the question with
+      every chunk of up to eight documents.
     * ``aliases``: names of companies no filing prints, for routing ("Pepsi, PepsiCo";
       the synonyms format, or its path): a rule one of whose terms is a name a card knows
       adds the others to that entity's names.

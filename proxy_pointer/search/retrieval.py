@@ -166,11 +166,14 @@ class Retriever:
     def _embedded(self, text: str, cfg: RetrievalConfig, timings: dict[str, float]
                   ) -> tuple[Corpus, np.ndarray]:
         """The corpus the request reads and the question's vector in it: with a refiner
-        (and ``refine`` > 0) the refined view and the refiner's vector of ``text``."""
+        (``refine`` > 0, mode ``"chunks"``) the refined view and the refiner's vector of
+        ``text``. The other modes compare the question with every chunk of up to eight
+        documents, which a refiner would have to embed at query time: they read the stored
+        vectors."""
         t = time.perf_counter()
         try:
             q = np.asarray(self.corpus.embedder.embed_query(text), dtype=np.float32)
-            if self.refiner is None or not cfg.tuning.refine:
+            if self.refiner is None or not cfg.tuning.refine or cfg.tuning.mode != "chunks":
                 return self.corpus, q
             view = RefinedCorpus(self.corpus, self.refiner, q, pool=cfg.tuning.refine,
                                  view=cfg.access)

@@ -60,6 +60,18 @@ def test_refine_zero_is_the_index_alone_and_embeds_nothing() -> None:
     assert refiner.embedder.texts == [] and refiner.embedder.queries == []
 
 
+@pytest.mark.parametrize("mode", ["collapsed", "traverse"])
+def test_the_modes_that_read_whole_documents_are_not_refined(mode: str) -> None:
+    refiner = Refiner(RecordingEmbedder(32))
+    with_refiner = Index.build([FIXTURES], embedder=HashEmbedder(64), refiner=refiner)
+    alone = Index.build([FIXTURES], embedder=HashEmbedder(64))
+    for q in QUESTIONS:
+        assert _refs(with_refiner.retrieve(q, mode=mode)) == _refs(alone.retrieve(q, mode=mode))
+    assert refiner.embedded == 0
+    with_refiner.retrieve(CHILD_Q)  # mode "chunks" is
+    assert refiner.embedded > 0
+
+
 def test_the_pool_is_the_first_stages_best_and_bm25s_best() -> None:
     first = RecordingEmbedder(16)
     refiner = Refiner(RecordingEmbedder(64))
