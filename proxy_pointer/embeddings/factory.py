@@ -174,7 +174,8 @@ def make_embedder(spec: str) -> Embedder:
     ``"minilm-torch"`` float32 on PyTorch: the same ``model_id``, their vectors agree;
     ``"minilm-int8"`` - the same model with int8 weights (:class:`OnnxEmbedder`, its own
     ``model_id``; ``"onnx-int8:..."`` for another folder); ``"fast"`` - a static model
-    distilled from it (:class:`StaticEmbedder`, ``"static:<folder>"`` for another model2vec model);
+    distilled from it (:class:`StaticEmbedder`, its index refined by MiniLM at query time:
+    :func:`teacher_of`; ``"static:<folder>"`` for another model2vec model);
     ``"st:<name-or-path>"`` (or ``"sentence-transformers:..."``) - another
     sentence-transformers model; ``"gemini"`` / ``"gemini:<model>"`` /
     ``"gemini:<model>:<dim>"`` - :class:`GeminiEmbedder` (default ``gemini-embedding-001`` at

@@ -3,12 +3,12 @@
 An index of fast mode's static vectors is built in seconds, but a static model ranks filings
 worse than MiniLM (``benchmarks/results/fast-refine.md``). Most of what it loses is not the
 first stage: it finds the evidence among its best hundred chunks, and then orders them,
-picks the statement sections and scores the sections with vectors that cannot tell them
-apart. So at query time a *refiner* (the MiniLM fast mode was distilled from) embeds the
-question and, on demand, the chunks the request reads: the stored vectors' best
-``refine`` chunks and BM25's best ``refine``, which it reorders, and every chunk a later
-step compares with the question (statement sections, named titles, duplicates, relevance).
-Indexing stays static; a query embeds at most those chunks, once each per view.
+picks the statement sections and scores the sections with vectors too coarse for that.
+So at query time a *refiner* (the MiniLM fast mode was distilled from) embeds the question
+and, on demand, the chunks the request reads: the stored vectors' best ``refine`` chunks
+and BM25's best ``refine``, which it reorders, and every chunk a later step compares with
+the question (statement sections, named titles, duplicates, relevance). Indexing stays
+static; a query embeds those chunks, each once per view while the cache holds it.
 
 :class:`Refiner` holds the refiner and a bounded cache of the vectors it made, keyed by the
 chunk's text and the request's :class:`~proxy_pointer.access.Access` view, so one reader's
@@ -38,7 +38,7 @@ from .derived import Derived
 __all__ = ["CAPACITY", "RefinedCorpus", "Refiner", "refiner_for"]
 
 #: Refined vectors a :class:`Refiner` keeps (least recently used dropped first): 20,000
-#: MiniLM vectors are 31 MB; fbdev's 28 questions read 2,939 distinct chunks.
+#: MiniLM vectors are 31 MB, about a hundred new financebench-dev questions (174 chunks each).
 CAPACITY = 20_000
 
 

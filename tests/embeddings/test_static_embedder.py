@@ -119,3 +119,26 @@ def test_distillation_says_one_line_and_silences_the_libraries_bars(
     (line,) = err.splitlines()
     assert line.startswith("proxy-pointer: distilling the fast embedder") and str(folder) in line
     assert distilled_minilm(tmp_path) == folder and capsys.readouterr().err == ""  # cached
+
+
+def test_a_fast_index_is_refined_by_minilm_to_the_defaults_ranking(fast: StaticEmbedder
+                                                                   ) -> None:
+    """With a pool that holds every chunk, a refined fast index ranks as the default's does:
+    the static vectors only choose the pool."""
+    from proxy_pointer.embeddings import default_embedder
+
+    refined = Index.build([SAMPLE], embedder=fast)
+    assert refined.refiner is not None
+    default = Index.build([SAMPLE], embedder=default_embedder())
+    assert len(refined.reader.chunks) < 1000
+    for q in ("Which dataset is used for Nepali named entity recognition?",
+              "What baselines do they compare against?"):
+        got = refined.retrieve(q, refine=1000)
+        want = default.retrieve(q)
+        assert [s.ref for s in got.sections] == [s.ref for s in want.sections]
+        # MiniLM's cosines (to bfloat16's batch-to-batch noise), not the static model's.
+        want_rel = [s.relevance for s in want.sections]
+        assert np.allclose([s.relevance for s in got.sections], want_rel, atol=2e-3)
+        alone = refined.retrieve(q, refine=0)
+        assert not np.allclose([s.relevance for s in alone.sections][:len(want_rel)],
+                               want_rel[:len(alone.sections)], atol=2e-3)
