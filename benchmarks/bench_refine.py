@@ -122,5 +122,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[bench] wrote {kind}: {path}", file=sys.stderr)
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())
