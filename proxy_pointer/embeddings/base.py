@@ -10,6 +10,7 @@ fits its chunks to that window rather than to one model's.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, runtime_checkable
@@ -18,7 +19,8 @@ import numpy as np
 
 from ..tokens import TokenCounter
 
-__all__ = ["Embedder", "Wrapping", "as_text_list", "embed_by_length", "normalize_rows"]
+__all__ = ["Embedder", "Wrapping", "as_text_list", "embed_by_length", "normalize_rows",
+           "text_key"]
 
 
 @runtime_checkable
@@ -94,6 +96,12 @@ def as_text_list(texts: Sequence[str]) -> list[str]:
         if not isinstance(t, str):
             raise TypeError(f"embed_documents() takes strings, got {type(t).__name__}")
     return out
+
+
+def text_key(text: str) -> bytes:
+    """A 16-byte digest of a text to embed, the key of an in-memory vector cache: any str
+    (lone surrogates too) hashes; collisions are out of reach (2^-64 at 2^32 texts)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def normalize_rows(mat: np.ndarray) -> np.ndarray:

@@ -29,7 +29,6 @@ documents in once every batch has succeeded.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections import deque
@@ -43,6 +42,7 @@ from ..convert import converter_for, count_pages
 from ..convert.base import MAX_INPUT_BYTES
 from ..documents import read_bytes, read_document
 from ..embeddings import Embedder
+from ..embeddings.base import text_key
 from ..errors import ConfigError, DocumentError
 from ..parse.chunking import Chunk, ChunkConfig
 from ..stores import DocumentParts
@@ -461,7 +461,7 @@ class _Run:
             timings["chunking"] += p.chunk_seconds
             self.result.sections_skipped += p.sections_skipped
             self.result.warnings.extend(p.warnings)
-        keys = {c.embed_text: _key(c.embed_text) for _, p in pairs for c in p.chunks}
+        keys = {c.embed_text: text_key(c.embed_text) for _, p in pairs for c in p.chunks}
         todo = sorted(text for text, key in keys.items()
                       if text not in self.known and key not in self.fresh)
         t = time.perf_counter()
@@ -526,8 +526,3 @@ class _Run:
         for i, j in copies:
             vecs[i] = vecs[j]
         return vecs, firsts
-
-
-def _key(text: str) -> bytes:
-    """A 16-byte digest of a chunk text: collisions are out of reach (2^-64 at 2^32 texts)."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

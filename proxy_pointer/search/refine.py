@@ -19,7 +19,6 @@ vectors and dense ranking.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
@@ -27,7 +26,7 @@ from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..access import Access
-from ..embeddings.base import Embedder
+from ..embeddings.base import Embedder, text_key
 from ..parse.cards import Card
 from ..parse.tree import Tree
 from ..stores.records import DocumentRecord
@@ -71,8 +70,7 @@ class Refiner:
     def vectors(self, view: Hashable, texts: Sequence[str]) -> np.ndarray:
         """The refiner's vectors of ``texts`` (``(len(texts), dimension)`` float32), each
         text embedded once per view while the cache holds it."""
-        keys = [(view, hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest())
-                for t in texts]
+        keys = [(view, text_key(t)) for t in texts]
         out = np.zeros((len(texts), int(self.embedder.dimension)), np.float32)
         missing: dict[tuple[Hashable, bytes], list[int]] = {}
         with self._lock:

@@ -131,6 +131,8 @@ def test_the_cache_is_bounded_and_keyed_by_text() -> None:
     assert refiner.embedded == 4
     refiner.vectors("view", ["a b"])  # the least recently used was dropped
     assert refiner.embedded == 5
+    odd = "a lone surrogate \ud800 in a text"  # any str keys the cache
+    assert np.array_equal(refiner.vectors("view", [odd]), HashEmbedder(8).embed_documents([odd]))
     with pytest.raises(ValueError, match="capacity"):
         Refiner(HashEmbedder(8), capacity=0)
 
