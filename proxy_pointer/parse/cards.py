@@ -36,22 +36,44 @@ _QUARTER_CHARS = 80_000  # "three and six months ended" is in the first statemen
 _FORM = re.compile(rf"\bFORM\s+({FILINGS.form_pattern})\b")
 _REPORT_FORMS = (("ANNUAL REPORT PURSUANT", "10-K"), ("QUARTERLY REPORT PURSUANT", "10-Q"),
                  ("CURRENT REPORT", "8-K"))
+_VERB = FILINGS.release_verb_pattern
+# a release's headline: "Intel Reports Fourth-Quarter ... Results", "... Announces ... Results"
 _EARNINGS = re.compile(
-    r"\breports?\b[^.\n]{0,80}?\b(?:quarter|full[- ]year|fiscal[- ]year|annual)\b[^.\n]{0,60}?"
-    r"\bresults\b", re.I)
+    rf"\b(?:{_VERB})\b[^.\n]{{0,80}}?\b(?:quarter|full[- ]year|fiscal[- ]year|annual)\b"
+    r"[^.\n]{0,60}?\bresults\b", re.I)
 _EARNINGS_PERIOD = re.compile(
     r"\b(?:(first|second|third|fourth)[\s-]+quarter|q([1-4]))\b(?:\s+and\s+(?:full|fiscal)"
     r"[\s-]+year)?(?:\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)?)?\s*((?:19|20)\d\d)", re.I)
 _ANNUAL = re.compile(rf"\b(?:fiscal\s+year|for\s+the\s+year)\s+ended\s*:?\s*({DATE})", re.I)
 _QUARTERLY = re.compile(rf"\bquarterly\s+period\s+ended\s*:?\s*({DATE})", re.I)
 _EVENT = re.compile(rf"\bDate\s+of\s+Report[^:]{{0,60}}:\s*({DATE})", re.I)
+# the date above its label: "January 4, 2023\nDate of Report (date of earliest event reported)"
+_EVENT_ABOVE = re.compile(rf"({DATE})[ \t]*\n\s*\(?Date\s+of\s+Report\b", re.I)
 _MONTHS_ENDED = re.compile(r"\b(?:three\s+and\s+)?(six|nine)\s+months\s+ended", re.I)
 _REGISTRANT = re.compile(r"\(\s*exact\s+name\s+of\s+(?:the\s+)?registrant", re.I)
 _FILE_NUMBER = re.compile(r"commission\s+file\s+(?:number|no\.?)\s*:?\s*[\d-]+", re.I)
+# a registrant table's row: file number, name, where organised, employer number
+# ("1-12609 PG&E CORPORATION California 94-3234914"), the first row the filer
+_REGISTRANT_ROW = re.compile(
+    rf"^[ \t]*\d{{1,4}}-\d{{3,6}}[ \t]+(\S[^\n]{{0,100}}?)[ \t]+(?:{FILINGS.jurisdiction_pattern})"
+    r"[ \t]+\d{2}-\d{7}[ \t]*$", re.M)
+_FORMER = FILINGS.former_name_pattern
 _EXCHANGE = FILINGS.exchange_pattern
 _TICKER = re.compile(rf"(?<![\w$./-])([A-Z]{{1,5}}(?:\.[A-Z])?),?\s+{_EXCHANGE}")
+# a release's dateline naming the company's exchange and symbol ("PURCHASE, N.Y. - February
+# 9, 2023 - PepsiCo, Inc. (NASDAQ: PEP)"); a name may start in lower case ("eBay Inc.")
 _DATELINE = re.compile(
-    r"([A-Z][\w&.,'’ -]{1,80}?)\s*\(\s*(?:NYSE|NASDAQ|Nasdaq)(?:\s+\w+)?\s*:\s*([A-Z.]{1,6})\)")
+    r"(\b(?:[A-Z]|[a-z]{1,3}[A-Z])[\w&.,'’ -]{1,80}?)\s*\(\s*(?:NYSE|NASDAQ|Nasdaq)(?:\s+\w+)?"
+    r"\s*:\s*([A-Z.]{1,6})\)")
+# a dateline naming no exchange: "CHICAGO, IL - McDonald's Corporation today announced",
+# "SANTA CLARA, Calif., Jan. 26, 2023 -- Intel Corporation today reported"; at most six
+# capitalised words before "today", so each start costs a bounded step
+_NAME_WORD = r"(?:[A-Z]|[a-z]{1,3}[A-Z])[\w&.'’-]*"
+_RELEASE_LINE = re.compile(
+    rf"(?<![\w&.'’-])({_NAME_WORD}(?:[ \t]+(?:&[ \t]+)?{_NAME_WORD}){{0,5}}),?[ \t]+today[ \t]+"
+    rf"(?:{_VERB})\b")
+# "for the first quarter ended March 31, 2023", "its first quarter fiscal 2024 ended April 30"
+_RELEASE_END = re.compile(rf"\bquarter\b[^.\n]{{0,40}}?\bended\s+({DATE})", re.I)
 _SUFFIXES = frozenset(FILINGS.legal_suffixes)
 _GENERIC = {"company", "the company", "we", "us", "our", "registrant", "corporation",
             "parent", "issuer"}
@@ -183,7 +205,9 @@ def _kind(head: str) -> str:
     m = _FORM.search(head)  # "FORM 10-K" in capitals is the cover's, wherever it is
     if m:
         return m.group(1).upper()
-    if _EARNINGS.search(head[:1500]) and _DATELINE.search(head[:6000]):
+    if _EARNINGS.search(head[:1500]) and (
+            _DATELINE.search(head[:6000]) or _RELEASE_LINE.search(head[:6000])
+            or FILINGS.release_header_pattern.search(head[:600])):
         return "earnings release"
     for phrase, form in _REPORT_FORMS:
         if phrase in lead:
@@ -208,6 +232,11 @@ def _entity(head: str, kind: str) -> tuple[str, str]:
         name = _clean_name(line)
         if name:
             return name, ticker
+    m = _REGISTRANT_ROW.search(head) if kind and kind != "earnings release" else None
+    if m:
+        name = _clean_name(m.group(1))
+        if name:
+            return name, ticker
     if kind and kind != "earnings release":
         m = _FILE_NUMBER.search(head)
         if m:
@@ -222,6 +251,9 @@ def _entity(head: str, kind: str) -> tuple[str, str]:
         if m:
             name = _clean_name(re.split(r"\s[-–—]\s|\b20\d\d\b", m.group(1))[-1])
             return name, m.group(2)
+        m = _RELEASE_LINE.search(head[:6000])
+        if m:
+            return _clean_name(m.group(1)), ""
     return "", ""
 
 
@@ -232,14 +264,29 @@ def _looks_like_name(line: str) -> bool:
 
 
 def _clean_name(text: str) -> str:
-    name = re.sub(r"\s+", " ", text).strip(" ,;:-_\\")
+    """A name as a cover prints it, one space between words, one apostrophe (’ is '), and
+    a name in capitals in its usual case ("PG&E CORPORATION" -> "PG&E Corporation",
+    "McDONALD'S CORPORATION" -> "McDonald's Corporation")."""
+    name = re.sub(r"\s+", " ", text).strip(" ,;:-_\\").replace("’", "'")
     if not name or len(name) > 100:
         return ""
-    if name.isupper():
-        name = " ".join(w if (len(w) <= 3 and w in ("PLC", "LLC", "AG", "SE", "NV", "SA"))
-                        or any(c.isdigit() for c in w) else w.capitalize()
-                        for w in name.split())
+    letters = [c for c in name if c.isalpha()]
+    if letters and sum(c.isupper() for c in letters) / len(letters) > 0.8:
+        name = " ".join(_word_case(w) for w in name.split())
     return name
+
+
+def _word_case(word: str) -> str:
+    """One word of a name in capitals, in its usual case: legal abbreviations, words with
+    a digit or an ampersand as printed; "Mc" and "Mac" keep their capital after them."""
+    if (len(word) <= 3 and word in ("PLC", "LLC", "AG", "SE", "NV", "SA")) or any(
+            c.isdigit() or c == "&" for c in word):
+        return word
+    for prefix in ("Mc", "Mac"):
+        rest = word[len(prefix):]
+        if word.startswith(prefix) and len(rest) > 1 and rest.isupper():
+            return prefix + rest.capitalize()
+    return word.capitalize() if word.isupper() else word
 
 
 def _period(head: str, text: str, kind: str) -> Period | None:
@@ -254,7 +301,7 @@ def _period(head: str, text: str, kind: str) -> Period | None:
         # a fiscal year ending in January or February named as the filing names it
         # (Walmart's quarter ended July 28, 2023 is in "fiscal 2024", Target's in "2023")
         return Period(_own_year(year_end_of(end, quarter), text), quarter, end)
-    m = _EVENT.search(head)
+    m = _EVENT.search(head) or _EVENT_ABOVE.search(head)
     if m and (when := parse_date(m.group(1))) is not None:
         return Period(when.year, None, when)
     if kind == "earnings release":
@@ -262,7 +309,8 @@ def _period(head: str, text: str, kind: str) -> Period | None:
         if m:
             q = int(m.group(2)) if m.group(2) else ("first", "second", "third",
                                                      "fourth").index(m.group(1).lower()) + 1
-            return Period(int(m.group(3)), q)
+            ended = _RELEASE_END.search(head[:3000])
+            return Period(int(m.group(3)), q, parse_date(ended.group(1)) if ended else None)
     return None
 
 
@@ -311,6 +359,12 @@ def _names(entity: str, extra: Sequence[str], text: str) -> tuple[str, ...]:
                                  text, re.I):
                 quoted = [m.group(1), *re.findall(r"[“\"]([^”\"]{2,40})[”\"]", m.group(2))]
                 names.extend(q.strip(" ,") for q in quoted if abbreviates(q.strip(" ,"), entity))
+            # "Block, Inc. (f/k/a Square, Inc.)": the name it went by before
+            for m in re.finditer(rf"{pat},?\s*\(\s*(?:{_FORMER})\s+([^()\n]{{2,60}}?)\s*\)",
+                                 text, re.I):
+                former = _clean_name(m.group(1))
+                if former:
+                    names.extend((former, short_name(former)))
     seen: dict[str, str] = {}
     for n in names:
         if n and n.lower() not in _GENERIC:

@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import ConfigError
 from .phrases import PhraseSet, expand_choices, words
 
-__all__ = ["FILINGS", "Concept", "Form", "LineItem", "Statement", "Vocabulary",
+__all__ = ["FILINGS", "CardExample", "Concept", "Form", "LineItem", "Statement", "Vocabulary",
            "read_vocabulary"]
 
 _PATH = Path(__file__).with_name("filings.toml")
@@ -78,6 +78,16 @@ class Concept:
     misses: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class CardExample:
+    """A document's first lines (``text``) standing for one ``layout``, and the card
+    fields (``expected``) the card rules must read from it."""
+
+    layout: str
+    text: str
+    expected: tuple[tuple[str, Any], ...]
+
+
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: one is read per file
 class Vocabulary:
     """The filing vocabulary (module docstring)."""
@@ -90,6 +100,11 @@ class Vocabulary:
     auditor_report_titles: tuple[str, ...]
     notes_titles: tuple[str, ...]
     continued_marks: tuple[str, ...]
+    release_verbs: tuple[str, ...]
+    release_headers: tuple[str, ...]
+    former_name_marks: tuple[str, ...]
+    jurisdictions: tuple[str, ...]
+    card_examples: tuple[CardExample, ...]
     forms: tuple[Form, ...]
     statements: tuple[Statement, ...]
     items: tuple[LineItem, ...]
@@ -129,6 +144,33 @@ class Vocabulary:
         """A stock exchange as a cover page writes it ("The New York Stock Exchange")."""
         names = (r"\s+".join(map(re.escape, e.split())) for e in self.exchanges)
         return rf"(?:The\s+)?(?:{'|'.join(names)})"
+
+    @cached_property
+    def release_verb_pattern(self) -> str:
+        """A release's verb ("reports", "Announces") as alternatives, longest first."""
+        return "|".join(sorted(map(re.escape, self.release_verbs), key=lambda v: (-len(v), v)))
+
+    @cached_property
+    def release_header_pattern(self) -> re.Pattern[str]:
+        """A line that is a release's header ("News Release", "Exhibit 99.1"), alone on its
+        line or leading it (a header often runs into the headline when text is extracted)."""
+        alts = sorted((r"\s+".join(map(re.escape, h.split())) for h in self.release_headers),
+                      key=lambda a: -len(a))
+        return re.compile(rf"^[#\s]*(?:{'|'.join(alts)})\b", re.IGNORECASE | re.MULTILINE)
+
+    @cached_property
+    def former_name_pattern(self) -> str:
+        """The marks before a former name ("formerly known as", "f/k/a"), longest first."""
+        alts = sorted((r"\s+".join(map(re.escape, m.split())) for m in self.former_name_marks),
+                      key=lambda a: -len(a))
+        return "|".join(alts)
+
+    @cached_property
+    def jurisdiction_pattern(self) -> str:
+        """A state or country a registrant is organised in, as alternatives."""
+        alts = sorted((r"\s+".join(map(re.escape, j.split())) for j in self.jurisdictions),
+                      key=lambda a: -len(a))
+        return "|".join(alts)
 
     @cached_property
     def month_pattern(self) -> str:
@@ -257,6 +299,13 @@ def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
         auditor_report_titles=tuple(w.get("auditor_report_titles", ())),
         notes_titles=tuple(w.get("notes_titles", ())),
         continued_marks=tuple(w.get("continued_marks", ())),
+        release_verbs=tuple(w.get("release_verbs", ())),
+        release_headers=tuple(w.get("release_headers", ())),
+        former_name_marks=tuple(w.get("former_name_marks", ())),
+        jurisdictions=tuple(w.get("jurisdictions", ())),
+        card_examples=tuple(CardExample(r["layout"], r["text"], tuple(
+            (k, tuple(v) if isinstance(v, list) else v) for k, v in r.items()
+            if k not in ("layout", "text"))) for r in data.get("card_example", ())),
         forms=tuple(Form(r["name"], r["nature"], _tup(r, "written"), bool(r.get("cover", True)))
                     for r in data.get("form", ())),
         statements=tuple(Statement(r["key"], r["kind"], r["label"],

@@ -202,3 +202,17 @@ def test_a_continued_statement_page_is_marked_by_the_vocabulary() -> None:
                   "BALANCE SHEET (Cont.)"):
         assert rx.search(title), title
     assert not rx.search("Discontinued operations") and not rx.search("Contingencies")
+
+
+@pytest.mark.parametrize("example", FILINGS.card_examples, ids=lambda e: e.layout[:40])
+def test_each_card_example_reads_its_fields(example) -> None:
+    card = read_card(example.text, "")
+    assert {k: getattr(card, k) for k, _ in example.expected} == dict(example.expected)
+
+
+def test_the_card_rules_read_words_from_the_vocabulary() -> None:
+    vocab = read_vocabulary()
+    assert "announces" in vocab.release_verbs and "f/k/a" in vocab.former_name_marks
+    assert "California" in vocab.jurisdictions
+    assert vocab.release_header_pattern.match("# News Release")
+    assert not vocab.release_header_pattern.match("Newsletter Release")
