@@ -121,10 +121,32 @@ class Asked:
 
 
 _FY = re.compile(r"\b(?:fy|fiscal(?:\s+year)?)\s*'?((?:19|20)?\d\d)\b", re.I)
+# A quarter as analysts write it, with its year if written: "Q2 2023", "Q22023", "Q2'23",
+# "2Q23", "3Q FY24", "q1-2023", "second quarter of fiscal 2023"; a half ("1H 2023", "H2 FY22",
+# "first half of 2023") or "six"/"nine months" asks for the report that ends it (a half is
+# the second or fourth quarter's); those count only with their year written.
 _QUARTER = re.compile(
-    r"\b(?:q([1-4])|(first|second|third|fourth|1st|2nd|3rd|4th)[\s-]+(?:fiscal\s+)?quarter)"
-    r"(?:\s+(?:of\s+)?(?:the\s+)?(?:fiscal\s+year\s+|fiscal\s+|fy\s*)?'?((?:19|20)\d\d|\d\d)\b)?",
+    r"\b(?:q([1-4])|([1-4])q|(first|second|third|fourth|1st|2nd|3rd|4th)[\s-]+(?:fiscal\s+)?"
+    r"quarter|h([12])|([12])h|(first|second)[\s-]+half|(six|nine)[\s-]+months)"
+    r"(?:[\s/-]*(?:of\s+)?(?:the\s+)?(?:fiscal\s+year\s+|fiscal\s+|fy\s*)?'?"
+    r"((?:19|20)\d\d|\d\d)\b)?",
     re.I)
+_YEAR_GROUP = 8
+_HALVES = {"1": 2, "2": 4, "first": 2, "second": 4, "six": 2, "nine": 3}
+
+
+def _quarter_of(m: re.Match[str]) -> int | None:
+    """The quarter a :data:`_QUARTER` match asks for (a half or "months" form only when its
+    year is written)."""
+    q = m.group(1) or m.group(2)
+    if q:
+        return int(q)
+    if m.group(3):
+        return _ORDINALS[m.group(3).lower()]
+    if not m.group(_YEAR_GROUP):
+        return None
+    half = m.group(4) or m.group(5) or m.group(6) or m.group(7)
+    return _HALVES[half.lower()]
 _YEAR = re.compile(r"(?<![\d$.,-])((?:19|20)\d\d)(?![\d,.]?\d|\s?%)")
 
 
@@ -141,9 +163,12 @@ def asked_periods(question: str) -> Asked:
     rest = _DATE_RE.sub(" ", rest)
     quarter = None
     for m in _QUARTER.finditer(rest):
-        quarter = int(m.group(1)) if m.group(1) else _ORDINALS[m.group(2).lower()]
-        if m.group(3):
-            years.append(_full_year(m.group(3)))
+        q = _quarter_of(m)
+        if q is None:
+            continue
+        quarter = q
+        if m.group(_YEAR_GROUP):
+            years.append(_full_year(m.group(_YEAR_GROUP)))
     for m in _FY.finditer(rest):
         years.append(_full_year(m.group(1)))
     rest = _FY.sub(" ", rest)
@@ -176,9 +201,8 @@ def _anchor(question: str) -> Period | None:
         quarter = _QUARTER.match(head)
         fy = _FY.match(head)
         year = _YEAR.match(head)
-        if quarter and quarter.group(3):
-            q = int(quarter.group(1)) if quarter.group(1) else _ORDINALS[quarter.group(2).lower()]
-            return Period(_full_year(quarter.group(3)), q)
+        if quarter and quarter.group(_YEAR_GROUP) and (q := _quarter_of(quarter)):
+            return Period(_full_year(quarter.group(_YEAR_GROUP)), q)
         if fy:
             return Period(_full_year(fy.group(1)))
         if year:

@@ -173,6 +173,21 @@ def test_short_names_drop_the_legal_suffix_only() -> None:
     ("revenue of $2,021 million grew 2020 % and 1,999 units", (), None, ()),
     ("Is the business cyclical?", (), None, ()),
     ("Q4 2022 and full year", (2022,), 4, ()),
+    # as analysts write them
+    ("Q22023 revenue", (2023,), 2, ()),
+    ("Q2'23 revenue", (2023,), 2, ()),
+    ("2Q23 gross margin", (2023,), 2, ()),
+    ("3Q FY24 guidance", (2024,), 3, ()),
+    ("q1-2023 eps", (2023,), 1, ()),
+    ("Q2 FY23 revenue", (2023,), 2, ()),
+    ("1H 2023 revenue", (2023,), 2, ()),  # a half: the report that ends it
+    ("H2 FY2022 margin", (2022,), 4, ()),
+    ("first half of 2023 sales", (2023,), 2, ()),
+    ("nine months 2023 cash flow", (2023,), 3, ()),
+    ("H1 revenue grew in 2023", (2023,), None, ()),  # a half without its year: no quarter
+    ("FY'22 capex", (2022,), None, ()),
+    ("fiscal 22 capex", (2022,), None, ()),
+    ("the quarter ended July 2, 2023", (), None, (date(2023, 7, 2),)),
 ])
 def test_question_periods(question: str, years: tuple[int, ...], quarter: int | None,
                           dates: tuple[date, ...]) -> None:
