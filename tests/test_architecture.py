@@ -69,7 +69,8 @@ LAYERS = [
     {"search.sections"},  # the result type, read by everything above
     {"search.ranking", "search.rerank", "search.routing", "search.expansion",
      "search.refine"},
-    {"search.steps"},  # ranking steps with one signature, run in order by the retriever
+    # ranking steps with one signature, run in order by the retriever; which filing answers
+    {"search.steps", "search.choice"},
     {"search.packing"},
     {"search.retrieval"},
     {"search.synthesis"},

@@ -58,6 +58,7 @@ _REGISTRANT_ROW = re.compile(
     rf"^[ \t]*\d{{1,4}}-\d{{3,6}}[ \t]+(\S[^\n]{{0,100}}?)[ \t]+(?:{FILINGS.jurisdiction_pattern})"
     r"[ \t]+\d{2}-\d{7}[ \t]*$", re.M)
 _FORMER = FILINGS.former_name_pattern
+_REGISTRANTS = 4  # rows of a registrant table read: the filer and up to three others
 _EXCHANGE = FILINGS.exchange_pattern
 _TICKER = re.compile(rf"(?<![\w$./-])([A-Z]{{1,5}}(?:\.[A-Z])?),?\s+{_EXCHANGE}")
 # a release's dateline naming the company's exchange and symbol ("PURCHASE, N.Y. - February
@@ -165,7 +166,12 @@ def read_card(text: str, title: str = "", headings: Sequence[str] = ()) -> Card:
     kind = _kind(head)
     entity, ticker = _entity(head, kind)
     period = _period(head, text, kind)
-    names = _names(entity, (ticker,) if ticker else (), text)
+    # a combined report's other registrants ("Pacific Gas and Electric Company" on PG&E
+    # Corporation's cover) are names the filing goes by too
+    others = [n for m in list(_REGISTRANT_ROW.finditer(head))[1:_REGISTRANTS]
+              if kind and (n := _clean_name(m.group(1)))]
+    extra = (*((ticker,) if ticker else ()), *(x for n in others for x in (n, short_name(n))))
+    names = _names(entity, extra, text)
     summary = _abstract(text) if _ABSTRACT.search(text[:_HEAD_CHARS]) else ""
     if summary and not kind:
         kind = "paper"
@@ -272,8 +278,12 @@ def _clean_name(text: str) -> str:
         return ""
     letters = [c for c in name if c.isalpha()]
     if letters and sum(c.isupper() for c in letters) / len(letters) > 0.8:
-        name = " ".join(_word_case(w) for w in name.split())
+        name = " ".join(w.lower() if i and w.lower() in _LOWER_WORDS else _word_case(w)
+                        for i, w in enumerate(name.split()))
     return name
+
+
+_LOWER_WORDS = frozenset({"and", "of", "the", "for", "in", "on"})  # inside a cased name
 
 
 def _word_case(word: str) -> str:

@@ -40,6 +40,9 @@ class Period:
     year: int
     quarter: int | None = None
     end: date | None = None
+    #: the first day of a span the question names ("in March 2023": March 1 to 31), with
+    #: ``end`` its last; ``None`` for a single date or a fiscal period
+    start: date | None = None
 
     @property
     def label(self) -> str:
@@ -100,6 +103,10 @@ class Asked:
     quarter: int | None = None
     dates: tuple[date, ...] = ()
     anchor: Period | None = None
+    #: the year written with the quarter ("fourth-quarter 2022"), ``None`` when none was
+    quarter_year: int | None = None
+    #: months named with their year and no day ("in March 2023"), ``(year, month)``
+    months: tuple[tuple[int, int], ...] = ()
 
     @property
     def target(self) -> Period | None:
@@ -112,12 +119,23 @@ class Asked:
         if self.dates and (not self.years or fiscal_year(max(self.dates)) >= max(self.years)):
             d = max(self.dates)
             return Period(d.year, None, d)
+        if self.months and not self.dates and max(self.months)[0] >= max(self.years, default=0):
+            y, m = max(self.months)
+            return Period(y, None, _month_end(y, m), date(y, m, 1))
         if not self.years:
             return None
-        return Period(max(self.years), self.quarter)
+        latest = max(self.years)
+        # "2023 outlook with its fourth-quarter 2022 results": the quarter is 2022's
+        quarter = self.quarter if self.quarter_year in (None, latest) else None
+        return Period(latest, quarter)
 
     def __bool__(self) -> bool:
-        return bool(self.years or self.dates)
+        return bool(self.years or self.dates or self.months)
+
+
+def _month_end(year: int, month: int) -> date:
+    first_next = date(year + month // 12, month % 12 + 1, 1)
+    return date.fromordinal(first_next.toordinal() - 1)
 
 
 _FY = re.compile(r"\b(?:fy|fiscal(?:\s+year)?)\s*'?((?:19|20)?\d\d)\b", re.I)
@@ -148,6 +166,8 @@ def _quarter_of(m: re.Match[str]) -> int | None:
     half = m.group(4) or m.group(5) or m.group(6) or m.group(7)
     return _HALVES[half.lower()]
 _YEAR = re.compile(r"(?<![\d$.,-])((?:19|20)\d\d)(?![\d,.]?\d|\s?%)")
+# a month and its year with no day: "March 2023", "in Jan. 2023", "august of 2023"
+_MONTH_YEAR = re.compile(rf"\b({FILINGS.month_pattern})\s+(?:of\s+)?((?:19|20)\d\d)\b", re.I)
 
 
 def asked_periods(question: str) -> Asked:
@@ -161,27 +181,37 @@ def asked_periods(question: str) -> Asked:
         if d is not None:
             dates.append(d)
     rest = _DATE_RE.sub(" ", rest)
-    quarter = None
+    months = []
+    for m in _MONTH_YEAR.finditer(rest):
+        mon = m.group(1).lower().rstrip(".")
+        number = _MONTHS.get(mon[:4] if mon[:4] == "sept" else mon[:3])
+        if number is not None:
+            months.append((int(m.group(2)), number))
+    quarter = quarter_year = None
     for m in _QUARTER.finditer(rest):
         q = _quarter_of(m)
         if q is None:
             continue
-        quarter = q
+        quarter, quarter_year = q, None
         if m.group(_YEAR_GROUP):
-            years.append(_full_year(m.group(_YEAR_GROUP)))
+            quarter_year = _full_year(m.group(_YEAR_GROUP))
+            years.append(quarter_year)
     for m in _FY.finditer(rest):
         years.append(_full_year(m.group(1)))
     rest = _FY.sub(" ", rest)
     years.extend(int(m.group(1)) for m in _YEAR.finditer(rest))
     return Asked(tuple(sorted(set(years))), quarter if years else None, tuple(sorted(set(dates))),
-                 _anchor(question))
+                 _anchor(question), quarter_year if years else None,
+                 tuple(sorted(set(months))))
 
 
 # "as of FY2020", "as at December 31, 2021": the period a question's figures are taken at;
 # "in its FY2020 report", "according to the 2019 10-K": the filing it names by its period
 _AS_OF = re.compile(r"\bas\s+(?:of|at)\s+", re.I)
-_IN_REPORT = re.compile(r"\b(?:in|per|according\s+to|from)\s+(?:its|the|their)\s+", re.I)
-_REPORT = re.compile(r"^[^.?!;]{0,30}?\b(?:report|10-?k|10-?q|filing|statements?)\b", re.I)
+_IN_REPORT = re.compile(r"\b(?:in|per|according\s+to|from|with)\s+(?:its|the|their)\s+",
+                        re.I)
+_REPORT = re.compile(r"^[^.?!;]{0,30}?\b(?:report|10-?k|10-?q|filing|statements?|results|"
+                     r"release)\b", re.I)
 _ANCHOR_CHARS = 40  # a period written within this many characters after the phrase
 
 

@@ -15,7 +15,7 @@ directly.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ from ..refs import Ref
 from ..vocab.filings import FILINGS
 from ..vocab.synonyms import Synonyms
 from ..vocab.understanding import Expansion, understand
+from .choice import WEIGHTS, Weights, choose, evidence
 from .config import MAX_QUESTION_CHARS, RetrievalConfig, check_question
 from .expansion import boost_statements
 from .packing import fits_whole, pack_request
@@ -97,13 +98,16 @@ class Retriever:
     question, so it follows updates)."""
 
     def __init__(self, corpus: Corpus, config: RetrievalConfig | None = None, *,
-                 steps: Sequence[Step] = STEPS, refiner: Refiner | None = None) -> None:
+                 steps: Sequence[Step] = STEPS, refiner: Refiner | None = None,
+                 choice: Weights | None = WEIGHTS) -> None:
         self.corpus = corpus
         self.config = config or RetrievalConfig()
         #: The ranking steps run on the candidates, in order (:mod:`.steps`).
         self.steps: tuple[Step, ...] = tuple(steps)
         #: The second-stage embedder (:mod:`.refine`), used while ``tuning.refine`` > 0.
         self.refiner = refiner
+        #: The document score's weights (:mod:`.choice`); ``None``: the cards' choice alone.
+        self.choice = choice
 
     # --- public ---------------------------------------------------------------------
     def retrieve(self, question: str, **options: Any) -> Retrieval:
@@ -119,20 +123,40 @@ class Retriever:
             return Retrieval(question, (), cfg.budget, 0)
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        routed, others = (self._route(question, cfg) if cfg.tuning.route
-                          else (Route(), np.empty(0, np.int64)))
-        if routed:
-            # The routed filings, and every document no card claims for an entity (a
-            # manual, a paper): routing chooses among filings and never hides the rest.
-            wanted = np.union1d(self.corpus.rows_for(routed.documents), others)
-            narrowed = wanted if rows is None else np.intersect1d(rows, wanted)
-            if len(narrowed):
-                rows = narrowed
-            else:
-                routed = Route()
+        routed, others, shelf = (self._route(question, cfg) if cfg.tuning.route
+                                 else (Route(), np.empty(0, np.int64), Shelf({})))
+        if self.choice is None or not (routed.open or _several(routed)):
+            routed = replace(routed, candidates=(), open=False)
+        allowed = rows
+        if routed.documents and not routed.open:
+            # The routed filings (and the candidates the document choice weighs), and
+            # every document no card claims for an entity (a manual, a paper): routing
+            # chooses among filings and never hides the rest.
+            searched = {*routed.documents, *(d for d, _, _ in routed.candidates)}
+            rows = self._narrowed(searched, others, allowed)
+            if rows is None or not len(rows):
+                rows, routed = allowed, Route()
         timings["route"] = time.perf_counter() - t
         question = question[:MAX_QUESTION_CHARS]
-        corpus, ranked, q, expansion = self._understood(question, cfg, rows, timings)
+        corpus, q, expansion = self._prepared(question, cfg, timings)
+        if (routed.candidates or routed.open) and self.choice is not None:
+            t = time.perf_counter()
+            search = _Search(self, corpus, question, expansion, q, cfg, timings)
+            rows, routed = search.choose(routed, rows, others, allowed, self.choice)
+            if routed.open and routed.documents:
+                # No company named: the best filing's company, its period's filing chosen
+                # as if it were named.
+                again = shelf.route_as(question, routed.scores[0][0])
+                if again.documents and not _several(again):
+                    rows = self._narrowed(again.documents, others, allowed)
+                    routed = replace(again, scores=routed.scores)
+                elif again.documents:
+                    searched = {*again.documents, *(d for d, _, _ in again.candidates)}
+                    rows, routed = search.choose(again, self._narrowed(searched, others,
+                                                                       allowed),
+                                                 others, allowed, self.choice)
+            timings["choose"] = time.perf_counter() - t
+        ranked, expansion = self._ranked(corpus, question, expansion, q, cfg, rows, timings)
         t = time.perf_counter()
         asked = Query(question, expansion.text(question), q, cfg)
         candidates = run_steps(self.steps, group(corpus, ranked), asked, corpus, timings)
@@ -145,23 +169,35 @@ class Retriever:
                          tuple(omitted), timings, routed, expansion)
 
     # --- search ---------------------------------------------------------------------
-    def _understood(self, question: str, cfg: RetrievalConfig, rows: np.ndarray | None,
-                    timings: dict[str, float]
-                    ) -> tuple[Corpus, list[tuple[int, float]], np.ndarray, Expansion]:
+    def _narrowed(self, documents: Iterable[str], others: np.ndarray,
+                  allowed: np.ndarray | None) -> np.ndarray | None:
+        """The rows of ``documents`` and of ``others`` (unclaimed documents) that the
+        request's filters allow (``allowed``; ``None``: every row)."""
+        wanted = np.union1d(self.corpus.rows_for(sorted(documents)), others)
+        return wanted if allowed is None else np.intersect1d(allowed, wanted)
+
+    def _prepared(self, question: str, cfg: RetrievalConfig, timings: dict[str, float]
+                  ) -> tuple[Corpus, np.ndarray, Expansion]:
         """The corpus this request reads (the index's, or its refined view: :mod:`.refine`),
-        the question's expansion (synonyms, then the filing vocabulary's concepts), the
-        ranked chunks for its expanded text with the statements it needs moved first, and
-        the query vector."""
+        the query vector and the question's expansion (synonyms, then the filing
+        vocabulary's concepts)."""
         synonyms = cfg.tuning.synonyms if isinstance(cfg.tuning.synonyms, Synonyms) else None
         expansion = understand(question, vocabulary=FILINGS if cfg.tuning.vocabulary else None,
                                synonyms=synonyms)
         corpus, q = self._embedded(expansion.embedded(question), cfg, timings)
+        return corpus, q, expansion
+
+    def _ranked(self, corpus: Corpus, question: str, expansion: Expansion, q: np.ndarray,
+                cfg: RetrievalConfig, rows: np.ndarray | None, timings: dict[str, float]
+                ) -> tuple[list[tuple[int, float]], Expansion]:
+        """The ranked chunks of ``rows`` for the expanded question, with the statements it
+        needs moved first (and named in the expansion)."""
         ranked = self._search(corpus, question, expansion, q, cfg, rows, timings)
         if expansion.statements:
             ranked, moved = boost_statements(corpus, ranked, expansion.statements, q, rows)
             expansion = replace(expansion, sections=tuple(
                 str(Ref.of_section(d, n, *self._lines(d, n))) for d, n in moved))
-        return corpus, ranked, q, expansion
+        return ranked, expansion
 
     def _embedded(self, text: str, cfg: RetrievalConfig, timings: dict[str, float]
                   ) -> tuple[Corpus, np.ndarray]:
@@ -181,10 +217,11 @@ class Retriever:
         finally:
             timings["embed"] = time.perf_counter() - t
 
-    def _route(self, question: str, cfg: RetrievalConfig) -> tuple[Route, np.ndarray]:
+    def _route(self, question: str, cfg: RetrievalConfig
+               ) -> tuple[Route, np.ndarray, Shelf]:
         """Where the cards send ``question``, among the documents this request may
         search (its view and ``doc_ids``): a reader never learns of documents it cannot
-        see; and the rows of that view's documents whose cards name no entity."""
+        see; the rows of that view's documents whose cards name no entity; the shelf."""
         view = cfg.access
         aliases = cfg.tuning.aliases if isinstance(cfg.tuning.aliases, Synonyms) else None
 
@@ -200,7 +237,7 @@ class Retriever:
         kept = derived.visible(("shelf", view, cfg.doc_ids, aliases), shelf)
         rows = derived.visible(("unclaimed", view, cfg.doc_ids),
                                lambda: np.sort(self.corpus.rows_for(kept.unclaimed)))
-        return kept.route(question), rows
+        return kept.route(question), rows, kept
 
     def _filter_rows(self, cfg: RetrievalConfig) -> np.ndarray | None:
         idx = self.corpus
@@ -290,6 +327,42 @@ class Retriever:
 
 
 # --- helpers ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Search:
+    """One request's first search over a route's candidates, for the document choice."""
+
+    retriever: Retriever
+    corpus: Corpus
+    question: str
+    expansion: Expansion
+    vector: np.ndarray
+    cfg: RetrievalConfig
+    timings: dict[str, float]
+
+    def choose(self, route: Route, rows: np.ndarray | None, others: np.ndarray,
+               allowed: np.ndarray | None, weights: Weights
+               ) -> tuple[np.ndarray | None, Route]:
+        """Every candidate searched once (``rows``), the filings the choice keeps and the
+        rows to search again (their sections then get the whole search, not what was left
+        of it); the request's rows and no route when nothing was found."""
+        r = self.retriever
+        first = r._search(self.corpus, self.question, self.expansion, self.vector, self.cfg,
+                          rows, self.timings)
+        found, _ = evidence(self.corpus, first, route, self.question, hits=weights.hits)
+        choice = choose(found, weights)
+        if not choice.documents:
+            return allowed, Route()
+        return (r._narrowed(choice.documents, others, allowed),
+                replace(route, documents=tuple(sorted(choice.documents)),
+                        scores=choice.scores))
+
+
+def _several(route: Route) -> bool:
+    """Whether some named entity has more than one candidate filing to choose among."""
+    groups = [g for _, _, g in route.candidates]
+    return len(groups) > len(set(groups))
+
+
 def _relevance(index: Corpus, selected: Selected, query: np.ndarray) -> dict[str, float]:
     """Ref -> cosine similarity of the question and the section's best hit chunk, clipped
     to 0-1 (one read of the selected sections' rows)."""

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -75,8 +75,20 @@ class Route:
     #: ``"hard"``: one document per entity, the cards decide; ``"soft"``: several fit, and
     #: what their sections say about the question decides (the search ranks them)
     confidence: str = ""
+    #: ``(doc_id, prior, group)`` for every filing the document choice weighs
+    #: (:mod:`.choice`): the cards' choice (prior 1), the entity's other filings that cover
+    #: the period (their card score, below 1) and the nearest filing of a form the question's
+    #: words lean to (prior 0); ``group`` numbers the named entities (one group when none is)
+    candidates: tuple[tuple[str, float, int], ...] = ()
+    #: ``(doc_id, score, why)`` of each candidate the choice scored, best first
+    scores: tuple[tuple[str, float, str], ...] = ()
+    #: no company named: every filing the first search finds is a candidate too (prior 0),
+    #: so what the filings hold decides over the whole shelf, not the period alone
+    open: bool = False
 
     def __bool__(self) -> bool:
+        """Whether the question was sent to particular documents (an open route is not,
+        until the document choice has chosen)."""
         return bool(self.documents)
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,7 +97,9 @@ class Route:
                 "entities": list(self.entities), "period": self.period, "kind": self.kind,
                 "note": self.note, "confidence": self.confidence,
                 "considered": [{"document": d, "kept": k, "why": w}
-                               for d, k, w in self.considered]}
+                               for d, k, w in self.considered],
+                "scores": [{"document": d, "score": round(x, 4), "why": w}
+                           for d, x, w in self.scores]}
 
 
 def route(question: str, cards: Mapping[str, Card], aliases: Synonyms | None = None) -> Route:
@@ -147,12 +161,35 @@ class Shelf:
         if not named:
             if target is not None and len(self.groups) > 1:
                 return self._period_only(target, kind)
+            if len(self.groups) > 1:
+                return Route(note=_UNNAMED, confidence="soft", open=True)
             if len(self.groups) != 1 or target is None or len(self.groups[0]) != len(cards):
                 return Route()
             named = [0]
+        return self._for_groups(question, named, hits, target, kind)
+
+    def route_as(self, question: str, doc_id: str) -> Route:
+        """The route ``question`` takes had it named the entity of ``doc_id``: a question
+        naming no company, once what the filings hold has found the company (its period
+        then picks the filing as the cards do); an empty route for an unclaimed document."""
+        g = self._group_of.get(doc_id)
+        if g is None:
+            return Route()
+        r = self._for_groups(question, [g], [], asked_periods(question).target,
+                             _asked_kind(question))
+        note = f"No company named: what the filings hold points to {self.entities[g]}."
+        return replace(r, note=" ".join(filter(None, (note, r.note))))
+
+    def _for_groups(self, question: str, named: list[int], hits: list[str],
+                    target: Period | None, kind: str) -> Route:
+        """The route to the named groups' filings of ``target`` (module docstring)."""
+        cards = self.cards
+        written = dict(zip(named, hits, strict=False))
         docs: list[str] = []
         notes: list[str] = []
         considered: list[tuple[str, bool, str]] = []
+        candidates: list[tuple[str, float, int]] = []
+        cued = () if kind else tuple(FILINGS.cued_forms(question))
         hard = True
         for g in named:
             members = self.groups[g]
@@ -163,6 +200,8 @@ class Shelf:
                         target is None or _score(cards[d], target) > 0)]
                 chosen = of_kind or chosen
             docs.extend(chosen)
+            candidates += _candidates(members, cards, chosen, target, kind, cued, g,
+                                      written.get(g, ""))
             hard = hard and len(chosen) == 1
             considered += [(d, d in chosen, _why(cards[d], target, kind, d in chosen))
                            for d in sorted(members)]
@@ -170,7 +209,8 @@ class Shelf:
                 notes.append(note)
         entities = tuple(dict.fromkeys(self.entities[g] for g in named))
         return Route(tuple(sorted(set(docs))), tuple(hits), entities, _asked(target), kind,
-                     " ".join(notes), tuple(considered), "hard" if hard else "soft")
+                     " ".join(notes), tuple(considered), "hard" if hard else "soft",
+                     tuple(candidates))
 
     def _period_only(self, target: Period, kind: str) -> Route:
         """A question naming a period and no company, over a shelf of several: each
@@ -187,12 +227,13 @@ class Shelf:
                     self._periods.pop(next(iter(self._periods)))
                 self._periods[key] = docs
         if not docs:
-            return Route()
+            return Route(note=_UNNAMED, confidence="soft", open=True)
         asked = _asked(target)
-        note = (f"No company named: the {len(docs)} filings that cover {asked} are searched, "
-                "and their sections decide.")
+        note = (f"No company named: what the filings hold decides, the {len(docs)} that "
+                f"cover {asked} first.")
         shown = tuple((d, True, _why(self.cards[d], target, kind, True)) for d in docs[:_SHOWN])
-        return Route(docs, (), (), asked, kind, note, shown, "soft")
+        return Route(docs, (), (), asked, kind, note, shown, "soft",
+                     tuple((d, _UNNAMED_PRIOR, 0) for d in docs), open=True)
 
     def _period_documents(self, target: Period, kind: str) -> tuple[str, ...]:
         """Each entity's documents that cover ``target`` best (of ``kind``), sorted."""
@@ -317,6 +358,8 @@ _PERIODS = 256  # periods whose documents a shelf keeps for questions naming no 
 
 
 def _asked(target: Period | None) -> str:
+    if target is not None and target.start is not None:
+        return target.start.isoformat()[:7]  # a month: "2023-03"
     return "" if target is None else target.end.isoformat() if target.end else target.label
 
 
@@ -359,8 +402,55 @@ def _by_period(members: Sequence[str], cards: Mapping[str, Card], target: Period
     return chosen, f"No document of {name} covers {asked}; the latest before it ({shown}) is used."
 
 
+def _candidates(members: Sequence[str], cards: Mapping[str, Card], chosen: Sequence[str],
+                target: Period | None, kind: str, cued: Sequence[str], group: int,
+                written: str = "") -> list[tuple[str, float, int]]:
+    """The filings of one entity the document choice weighs (:attr:`Route.candidates`):
+    ``chosen`` at prior 1; the others that cover ``target`` (of ``kind``, when asked) and
+    those whose entity the name as ``written`` was while the newest filing's is another (a
+    former name) at their card score scaled below 1; and, for each form in ``cued``, the
+    entity's two filings of that form nearest the period (at or before it), at prior 0."""
+    out = dict.fromkeys(chosen, 1.0)
+    if target is not None:
+        for d in members:
+            if d not in out and not (kind and cards[d].kind != kind) and (
+                    score := _score(cards[d], target)) > 0:
+                out[d] = _COVER_PRIOR * score / 5
+    if written:  # a former name: the filings it was the entity's name on, too
+        def named(d: str) -> bool:
+            return written.lower() in {cards[d].entity.lower(),
+                                       short_name(cards[d].entity).lower()}
+
+        newest = max(members, key=lambda d: (_order(cards[d]), d))
+        for d in [] if named(newest) else [d for d in members if named(d)]:
+            out.setdefault(d, _COVER_PRIOR)
+    limit = _order_of(target) if target is not None else None
+    for form in cued:
+        of_form = sorted((d for d in members if cards[d].kind == form),
+                         key=lambda d: (_order(cards[d]), d), reverse=True)
+        before = [d for d in of_form if limit is None or _order(cards[d]) <= limit]
+        # the nearest at or before the period, and the one before it (a forecast of a
+        # period is in the filing before it)
+        for d in (before or of_form)[:2]:
+            out.setdefault(d, 0.0)
+    return [(d, p, group) for d, p in sorted(out.items())]
+
+
+_COVER_PRIOR = 0.8  # a filing that covers the period, but not the cards' choice: at most this
+#: a filing of the period asked when no company is named: the period is a weak sign there
+#: (the year may be an event's), what the filings hold decides
+_UNNAMED_PRIOR = 0.5
+_UNNAMED = "No company named: what the filings hold decides."
+
+
 def _score(card: Card, target: Period) -> int:
     """How well a card's period answers the asked one (0: not at all)."""
+    if target.start is not None and target.end is not None:
+        # a month: the filings dated or ending in it, else the calendar year's, below them
+        if card.period_end and target.start.isoformat() <= card.period_end <= (
+                target.end.isoformat()):
+            return 5
+        return min(3, _score(card, Period(target.year)))
     if target.end is not None:
         return _date_score(card, target.end)
     if card.fiscal_year != target.year:

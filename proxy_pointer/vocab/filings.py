@@ -21,8 +21,8 @@ from typing import Any
 from ..errors import ConfigError
 from .phrases import PhraseSet, expand_choices, words
 
-__all__ = ["FILINGS", "CardExample", "Concept", "Form", "LineItem", "Statement", "Vocabulary",
-           "read_vocabulary"]
+__all__ = ["FILINGS", "CardExample", "Concept", "Form", "FormCue", "LineItem", "Statement",
+           "Vocabulary", "read_vocabulary"]
 
 _PATH = Path(__file__).with_name("filings.toml")
 
@@ -79,6 +79,17 @@ class Concept:
 
 
 @dataclass(frozen=True)
+class FormCue:
+    """Phrases of a question (``written``) that lean to some ``forms`` over a company's
+    other filings of the period, and the examples its tests check."""
+
+    forms: tuple[str, ...]
+    written: tuple[str, ...]
+    matches: tuple[str, ...]
+    misses: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class CardExample:
     """A document's first lines (``text``) standing for one ``layout``, and the card
     fields (``expected``) the card rules must read from it."""
@@ -105,6 +116,7 @@ class Vocabulary:
     former_name_marks: tuple[str, ...]
     jurisdictions: tuple[str, ...]
     card_examples: tuple[CardExample, ...]
+    form_cues: tuple[FormCue, ...]
     forms: tuple[Form, ...]
     statements: tuple[Statement, ...]
     items: tuple[LineItem, ...]
@@ -144,6 +156,20 @@ class Vocabulary:
         """A stock exchange as a cover page writes it ("The New York Stock Exchange")."""
         names = (r"\s+".join(map(re.escape, e.split())) for e in self.exchanges)
         return rf"(?:The\s+)?(?:{'|'.join(names)})"
+
+    @cached_property
+    def cues(self) -> PhraseSet[int]:
+        """Every form cue's phrases -> the cue's position in :attr:`form_cues`."""
+        return PhraseSet((w, i) for i, c in enumerate(self.form_cues) for w in c.written)
+
+    def cued_forms(self, question: str) -> dict[str, tuple[str, ...]]:
+        """The forms ``question``'s words lean to, each with the phrases that cue it, found
+        word by word in linear time."""
+        out: dict[str, list[str]] = {}
+        for m in self.cues.find(question):
+            for form in self.form_cues[m.value].forms:
+                out.setdefault(form, []).append(question[m.start:m.end])
+        return {f: tuple(dict.fromkeys(p)) for f, p in out.items()}
 
     @cached_property
     def release_verb_pattern(self) -> str:
@@ -306,6 +332,8 @@ def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
         card_examples=tuple(CardExample(r["layout"], r["text"], tuple(
             (k, tuple(v) if isinstance(v, list) else v) for k, v in r.items()
             if k not in ("layout", "text"))) for r in data.get("card_example", ())),
+        form_cues=tuple(FormCue(_tup(r, "forms"), _tup(r, "written"), _tup(r, "matches"),
+                                _tup(r, "misses")) for r in data.get("form_cue", ())),
         forms=tuple(Form(r["name"], r["nature"], _tup(r, "written"), bool(r.get("cover", True)))
                     for r in data.get("form", ())),
         statements=tuple(Statement(r["key"], r["kind"], r["label"],
