@@ -25,13 +25,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from .common import CACHE, DATA, RESULTS, ROOT, environment, write_report
+from .common import CACHE, DATA, RESULTS, ROOT, environment, percentile, write_report
 
 ROUTING = ROOT / "benchmarks" / "routing"
 QUESTIONS = (ROUTING / "dev-shelf.jsonl", ROUTING / "filings-shelf.jsonl")
@@ -96,14 +97,16 @@ def run(questions: list[dict], idx, aliases: str | None, budget: int,
     rows = []
     for q in questions:
         options = {"aliases": aliases} if aliases else {}
+        t = time.perf_counter()
         res = (idx.retrieve(q["question"], budget=budget, **options) if retriever is None
                else retriever.retrieve(q["question"], budget=budget, **options))
+        ms = (time.perf_counter() - t) * 1000
         docs = list(dict.fromkeys(s.doc_id for s in res.sections))
         first = docs[0] if docs else ""
         rows.append({**q, "first": first, "right": first in q["expected"],
                      "in_two": any(d in q["expected"] for d in docs[:2]),
-                     "documents": docs[:4], "routed": list(res.routing.documents),
-                     "why": res.routing.to_dict()})
+                     "documents": docs[:4], "routed": list(res.routing.documents), "ms": ms,
+                     "scores": res.routing.to_dict()["scores"][:4], "note": res.routing.note})
     return rows
 
 
@@ -120,7 +123,8 @@ def sensitivity(questions: list[dict], idx, aliases: str | None, budget: int) ->
         c, u, m = setting if setting is not None else (None, None, None)
         out.append({"content": c, "cue": u, "margin": m, "questions": len(rows),
                     "first": sum(r["right"] for r in rows),
-                    "in_two": sum(r["in_two"] for r in rows)})
+                    "in_two": sum(r["in_two"] for r in rows),
+                    "p50_ms": percentile([r["ms"] for r in rows], 50)})
         print(f"[grid] {setting}: first {out[-1]['first']}, in two {out[-1]['in_two']}",
               flush=True)
     return out
@@ -140,7 +144,9 @@ def summarize(rows: list[dict], shelf_of: dict[str, str]) -> dict:
         by[r["category"]][1] += r["in_two"]
         by[r["category"]][2] += 1
         confusion[(company(r["expected"][0]), company(r["first"]) if r["first"] else "-")] += 1
+    ms = [r["ms"] for r in rows]
     return {"parts": dict(sorted(parts.items())), "by_category": dict(by),
+            "ms": {"p50": percentile(ms, 50), "p95": percentile(ms, 95)},
             "confusion": [[e, g, n] for (e, g), n in sorted(confusion.items())],
             "misses": [r for r in rows if not r["right"]], "rows": rows}
 
@@ -155,16 +161,20 @@ def markdown(result: dict) -> list[str]:
              "| part | first | in two | questions |", "|---|---|---|---|"]
     for k, (r, two, t) in result["parts"].items():
         lines.append(f"| {k} | {r} ({r / t:.1%}) | {two} ({two / t:.1%}) | {t} |")
-    lines += ["", "| category | first | in two | questions |", "|---|---|---|---|"]
+    lines += ["", f"Retrieval per question, the document choice included: p50 "
+              f"{result['ms']['p50']:.1f} ms, p95 {result['ms']['p95']:.1f} ms "
+              f"({result['environment']['cpu']}).", "",
+              "| category | first | in two | questions |", "|---|---|---|---|"]
     lines += [f"| {c} | {r} | {two} | {t} |" for c, (r, two, t) in result["by_category"].items()]
     lines += ["", "## Cards (against benchmarks/routing/cards.jsonl)", "",
               "| shelf | right | filings |", "|---|---|---|"]
     lines += [f"| {s} | {c['right']} | {c['filings']} |" for s, c in result["cards"].items()]
     if result.get("sensitivity"):
         lines += ["", "## Sensitivity of the document score (tuning part only)", "",
-                  "| content | cue | margin | first | in two |", "|---|---|---|---|---|"]
+                  "| content | cue | margin | first | in two | p50 ms |",
+                  "|---|---|---|---|---|---|"]
         lines += [f"| {_w(g['content'])} | {_w(g['cue'])} | {_w(g['margin'])} | {g['first']} "
-                  f"| {g['in_two']} |" for g in result["sensitivity"]]
+                  f"| {g['in_two']} | {g['p50_ms']:.1f} |" for g in result["sensitivity"]]
     lines += ["", "## Misses", "", "| part | question | expected | first | routed to |",
               "|---|---|---|---|---|"]
     lines += [f"| {m['split']} | {m['question']} | {', '.join(m['expected'])} | "

@@ -287,13 +287,20 @@ def _retrieval_config(service: Service, args: argparse.Namespace) -> RetrievalCo
                            **service.query_options)
 
 
+_WEIGHED = 3  # filings the document choice weighed, shown by query and ask
+
+
 def _print_sections(retrieval: Retrieval) -> None:
     if retrieval.expansion:
         print(f"--- {retrieval.expansion.describe()}")
     r = retrieval.routing
     if r:
         asked = ", ".join(x for x in (", ".join(r.names), r.period, r.kind) if x)
-        print(f"--- routed by {asked} to {', '.join(r.documents)}" + f". {r.note}" * bool(r.note))
+        print(f"--- routed by {asked or 'what the filings hold'} to {', '.join(r.documents)}"
+              + f". {r.note}" * bool(r.note))
+        if len(r.scores) > 1:  # the document choice: each filing weighed, best first
+            print("--- filings weighed: " + "; ".join(
+                f"{d} {x:.2f} ({why})" for d, x, why in r.scores[:_WEIGHED]))
     if not retrieval.sections:
         print("No sections found.")
         return

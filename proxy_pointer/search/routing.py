@@ -161,8 +161,6 @@ class Shelf:
         if not named:
             if target is not None and len(self.groups) > 1:
                 return self._period_only(target, kind)
-            if len(self.groups) > 1:
-                return Route(note=_UNNAMED, confidence="soft", open=True)
             if len(self.groups) != 1 or target is None or len(self.groups[0]) != len(cards):
                 return Route()
             named = [0]
@@ -450,7 +448,7 @@ def _score(card: Card, target: Period) -> int:
         if card.period_end and target.start.isoformat() <= card.period_end <= (
                 target.end.isoformat()):
             return 5
-        return min(3, _score(card, Period(target.year)))
+        return 3 * _score(card, Period(target.year)) // 5  # 5 -> 3, 4 -> 2, 2 -> 1
     if target.end is not None:
         return _date_score(card, target.end)
     if card.fiscal_year != target.year:

@@ -358,3 +358,33 @@ def test_the_card_rules_cost_linear_time_in_the_cover(unit: str) -> None:
     n = 4_500 // len(unit)  # 10x stays inside the cover pages read (_HEAD_CHARS)
     small, large = cost(unit * n), cost(unit * 10 * n)
     assert large < 25 * small, (small, large)
+
+
+def test_a_month_is_a_span_and_a_quarter_keeps_its_own_year() -> None:
+    march = asked_periods("Who did Acme appoint to its board in March 2023?").target
+    assert march == Period(2023, None, date(2023, 3, 31), date(2023, 3, 1))
+    assert asked_periods("layoffs in Sept. 2022").target.start == date(2022, 9, 1)
+    assert asked_periods("the vote on May 3, 2023").target == Period(2023, None, date(2023, 5, 3))
+    # the 2023 outlook is in the fourth-quarter 2022 results: the quarter is 2022's
+    asked = asked_periods("What 2023 outlook did Acme give with its fourth-quarter 2022 results?")
+    assert asked.target == Period(2022, 4)  # anchored by "with its ... results"
+    assert asked_periods("revenue in Q4 2022 against FY2023").target == Period(2023)
+    assert asked_periods("Q4 and full year 2022").target == Period(2022, 4)
+
+
+@pytest.mark.parametrize("unit", ["March ", "March 20", "Q2 FY", "with its fourth quarter "])
+def test_periods_cost_linear_time_in_the_question(unit: str) -> None:
+    """Every period pattern is bounded per start: 10x the text costs about 10x (a ratio of
+    the best of several repeats, no clock limit)."""
+    import time
+
+    def cost(text: str) -> float:
+        best = float("inf")
+        for _ in range(5):
+            t = time.perf_counter()
+            asked_periods(text)
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    small, large = cost(unit * 500), cost(unit * 5000)
+    assert large < 25 * small, (small, large)

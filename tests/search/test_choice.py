@@ -143,3 +143,15 @@ def test_documents_no_card_claims_are_never_dropped(shelf: Index) -> None:
     res = shelf.retrieve("What adjusted EBITDA guidance did Acme give for FY2022?",
                          budget=4000, k=10)
     assert "paper.md" in {s.doc_id for s in res.sections}
+
+
+def test_the_cli_says_which_filings_were_weighed(shelf: Index, tmp_path, capsys) -> None:
+    from proxy_pointer.cli import main
+
+    shelf.save(tmp_path / "idx")
+    assert main(["query", "--index", str(tmp_path / "idx"),
+                 "What adjusted EBITDA guidance did Acme give for FY2022?"]) == 0
+    out = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("--- ")]
+    routed = next(i for i, ln in enumerate(out) if ln.startswith("--- routed by Acme, FY2022"))
+    assert out[routed + 1].startswith("--- filings weighed: acme-release.md ")
+    assert "cue 0.5 (adjusted, EBITDA, guidance)" in out[routed + 1]

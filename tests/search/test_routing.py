@@ -4,9 +4,10 @@ kinds, a renamed company, and documents that are not filings at all."""
 
 from __future__ import annotations
 
+import pytest
 from shelf import SHELF, filing
 
-from proxy_pointer.search.routing import route
+from proxy_pointer.search.routing import Shelf, route
 
 
 def test_a_company_and_year_find_thatfiling() -> None:
@@ -59,7 +60,7 @@ def test_questions_the_cards_say_nothing_about_are_not_routed() -> None:
               "how do i grease the block bearings", "Acmeville weather",
               "Is square footage reported?"):
         assert not route(q, SHELF), q
-        assert route(q, SHELF).open  # no company named: what the filings hold decides
+        assert not route(q, SHELF).open  # neither company nor period: the search decides
     assert route("what was acme corp revenue in 2021", SHELF).documents == ("acme-2021.pdf",)
     assert not route("Acme FY2021", {}), "no cards, no routing"
 
@@ -161,3 +162,25 @@ def test_a_period_and_no_company_goes_to_the_filings_of_that_period_softly() -> 
         "acme-2022q2.pdf",)
     assert route("Which 10-K reported a loss in FY2022?", SHELF).documents == ("acme-2022.pdf",)
     assert not route("Which company reported a loss in FY2030?", SHELF)
+
+
+def test_a_month_asks_for_the_filings_dated_in_it() -> None:
+    r = route("What did Acme announce in May 2023?", SHELF)
+    assert r.documents == ("acme-8k.pdf",) and r.period == "2023-05"
+    # nothing dated in the month: the calendar year's filings, below a dated one
+    assert route("What did Acme announce in July 2022?", SHELF).documents == ("acme-2022.pdf",)
+
+
+def test_a_former_name_brings_the_filings_it_named() -> None:
+    got = {d: p for d, p, _ in route("What did Square report about sellers?", SHELF).candidates}
+    assert got["square-2020.pdf"] == pytest.approx(0.8)  # its entity was Square then
+    assert "block-2021.pdf" in got  # the latest annual report, as without the old name
+
+
+def test_a_question_naming_no_company_is_open_and_routed_as_the_found_filing() -> None:
+    r = route("Which company makes widgets in FY2030?", SHELF)  # no filing of FY2030
+    assert r.open and not r.documents
+    again = Shelf(SHELF).route_as("Which company reported FY2021 revenue?", "globex-2021.pdf")
+    assert again.documents == ("globex-2021.pdf",) and again.entities == ("Globex PLC",)
+    assert again.note.startswith("No company named: what the filings hold points to Globex")
+    assert not Shelf(SHELF).route_as("FY2021?", "paper.md")  # unclaimed: no route

@@ -287,7 +287,7 @@
     routing.hidden = false;
     routing.classList.toggle("unrouted", !routed.length);
     routing.textContent = (routed.length
-      ? `Routed by ${asked} to ${routed.join(", ")}.`
+      ? `Routed by ${asked || "what the filings hold"} to ${routed.join(", ")}.`
       : (r.names || []).length
         ? `Not routed: ${asked} fits no document's card, so every document was searched.`
         : "Not routed: the question names no company, ticker or alias a document's card "
