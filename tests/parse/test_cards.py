@@ -8,6 +8,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from growth import best_time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -344,16 +345,9 @@ def test_names_a_question_may_use() -> None:
 def test_the_card_rules_cost_linear_time_in_the_cover(unit: str) -> None:
     """Each rule's pattern is bounded per start: 10x the cover costs about 10x (a ratio of
     the best of several repeats, no clock limit)."""
-    import time
-
     def cost(text: str) -> float:
-        best = float("inf")
-        for _ in range(5):
-            t = time.perf_counter()
-            read_card("FORM 8-K\nNews Release\nAcme Reports Fourth Quarter Results\n" + text,
-                      "")
-            best = min(best, time.perf_counter() - t)
-        return best
+        head = "FORM 8-K\nNews Release\nAcme Reports Fourth Quarter Results\n"
+        return best_time(lambda: read_card(head + text, ""))
 
     n = 4_500 // len(unit)  # 10x stays inside the cover pages read (_HEAD_CHARS)
     small, large = cost(unit * n), cost(unit * 10 * n)
@@ -376,15 +370,6 @@ def test_a_month_is_a_span_and_a_quarter_keeps_its_own_year() -> None:
 def test_periods_cost_linear_time_in_the_question(unit: str) -> None:
     """Every period pattern is bounded per start: 10x the text costs about 10x (a ratio of
     the best of several repeats, no clock limit)."""
-    import time
-
-    def cost(text: str) -> float:
-        best = float("inf")
-        for _ in range(5):
-            t = time.perf_counter()
-            asked_periods(text)
-            best = min(best, time.perf_counter() - t)
-        return best
-
-    small, large = cost(unit * 500), cost(unit * 5000)
+    small = best_time(lambda: asked_periods(unit * 500))
+    large = best_time(lambda: asked_periods(unit * 5000))
     assert large < 25 * small, (small, large)

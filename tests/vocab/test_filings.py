@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from growth import best_time
 
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.parse.cards import KIND_WORDS, Card, card_matches, read_card, short_name
@@ -144,15 +145,8 @@ def test_a_broken_vocabulary_file_names_itself_and_the_row(tmp_path: Path) -> No
 
 def test_understanding_a_question_is_linear_in_its_length() -> None:
     """Phrases are looked up word by word: 10x the text costs about 10x (20x allowed)."""
-    import time
-
     def cost(text: str) -> float:
-        best = float("inf")
-        for _ in range(3):
-            t = time.perf_counter()
-            understand(text)
-            best = min(best, time.perf_counter() - t)
-        return best
+        return best_time(lambda: understand(text), repeats=3)
 
     for unit in ("working ", "days inventory ", "capex ", "statement of "):
         small, large = cost(unit * 1_000), cost(unit * 10_000)
