@@ -90,8 +90,12 @@ __all__ = [
     "split_breadcrumb",
 ]
 
-# Bumped whenever the same config would produce different chunks (index manifests keep it).
-CHUNKER_VERSION = 3  # 2: headerless documents in topical segments; 3: short sections chunked
+# Bumped whenever the same config would produce different chunks (index manifests keep it),
+# or parsing would read documents differently: an index of another version is re-parsed
+# on its next update, and chunks whose text is unchanged keep their vectors.
+# 2: headerless documents in topical segments; 3: short sections chunked; 4: cards read
+# by the release, registrant-table and former-name rules (issue 58)
+CHUNKER_VERSION = 4
 
 
 @dataclass(frozen=True)
