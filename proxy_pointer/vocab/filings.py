@@ -271,8 +271,10 @@ class Vocabulary:
         Statements of Income and Comprehensive Income" is an income statement)."""
         seq = list(words(title))
         quals = {words(q) for q in self.statement_qualifiers}
-        while seq and (seq[0].isdigit() or seq[0] in ("note", "item")):
-            seq.pop(0)
+        numbered = False
+        while seq and (seq[0].isdigit() or seq[0] in ("note", "item") or (
+                numbered and len(seq[0]) == 1 and seq[0].isalpha())):  # "NOTE D"
+            numbered = seq.pop(0) in ("note", "item")
         changed = True
         while changed and seq:
             changed = False
@@ -283,7 +285,12 @@ class Vocabulary:
         if len(seq) > 2 and seq[1] == "of" and seq[2] == "consolidated":
             seq.pop(2)
         text = " ".join(seq)
-        return {m.value for m in self.titles.find(text) if m.first == 0}
+        found = self.titles.find(text)
+        kinds = {m.value for m in found if m.first == 0}
+        # a combined title ends in a note's ("Liabilities, Commitments and Contingencies")
+        kinds |= {m.value for m in found if m.last == len(seq) and m.first > 0
+                  and seq[m.first - 1] == "and" and self.statement(m.value).kind == "note"}
+        return kinds
 
 
 def _heading_start(patterns: tuple[str, ...]) -> re.Pattern[str]:

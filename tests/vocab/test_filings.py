@@ -47,7 +47,8 @@ def test_each_statement_title_names_its_section(statement) -> None:
         for printed in (title.title(), f"Consolidated {plural}",
                         f"CONDENSED CONSOLIDATED {title.upper()}"):
             assert statement.key in FILINGS.section_kinds(printed), printed
-    assert FILINGS.section_kinds("Note 7. Segment Information") == set()
+    assert FILINGS.section_kinds("Note 7. Stock-Based Compensation") == set()
+    assert FILINGS.section_kinds("Note 7. Segment Information") == {"segments"}
 
 
 def test_statement_titles_as_filings_print_them() -> None:
