@@ -80,10 +80,10 @@ class Choice:
 
 
 def evidence(corpus: Corpus, ranked: Sequence[tuple[int, float]], route: Route,
-             question: str, *, hits: int = CONTENT_HITS) -> tuple[list[Evidence], list[str]]:
+             question: str, *, hits: int = CONTENT_HITS) -> list[Evidence]:
     """Each of ``route``'s candidates with what ``ranked`` (the fused chunk ranking over
-    all of them, best first) says it holds for ``question``, and the document of each
-    ranked row: one read of the ranked rows' pointers."""
+    all of them, best first) says it holds for ``question``: one read of the ranked rows'
+    pointers."""
     by_doc: dict[str, list[float]] = {}
     docs = [p[0] for p in corpus.pointers([r for r, _ in ranked])]
     for rank, doc in enumerate(docs):
@@ -104,7 +104,7 @@ def evidence(corpus: Corpus, ranked: Sequence[tuple[int, float]], route: Route,
         content = (sum(got) / len(got)) / top if got and top > 0 else 0.0
         kind = cards[doc].kind if doc in cards else ""
         out.append(Evidence(doc, prior, content, cued.get(kind, ()), group))
-    return out, docs
+    return out
 
 
 def choose(found: Sequence[Evidence], weights: Weights = WEIGHTS) -> Choice:

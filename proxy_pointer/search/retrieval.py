@@ -132,8 +132,7 @@ class Retriever:
             # The routed filings (and the candidates the document choice weighs), and
             # every document no card claims for an entity (a manual, a paper): routing
             # chooses among filings and never hides the rest.
-            searched = {*routed.documents, *(d for d, _, _ in routed.candidates)}
-            rows = self._narrowed(searched, others, allowed)
+            rows = self._narrowed(_searched(routed), others, allowed)
             if rows is None or not len(rows):
                 rows, routed = allowed, Route()
         timings["route"] = time.perf_counter() - t
@@ -151,10 +150,9 @@ class Retriever:
                     rows = self._narrowed(again.documents, others, allowed)
                     routed = replace(again, scores=routed.scores)
                 elif again.documents:
-                    searched = {*again.documents, *(d for d, _, _ in again.candidates)}
-                    rows, routed = search.choose(again, self._narrowed(searched, others,
-                                                                       allowed),
-                                                 others, allowed, self.choice)
+                    rows, routed = search.choose(
+                        again, self._narrowed(_searched(again), others, allowed), others,
+                        allowed, self.choice)
             timings["choose"] = time.perf_counter() - t
         ranked, expansion = self._ranked(corpus, question, expansion, q, cfg, rows, timings)
         t = time.perf_counter()
@@ -348,13 +346,18 @@ class _Search:
         r = self.retriever
         first = r._search(self.corpus, self.question, self.expansion, self.vector, self.cfg,
                           rows, self.timings)
-        found, _ = evidence(self.corpus, first, route, self.question, hits=weights.hits)
+        found = evidence(self.corpus, first, route, self.question, hits=weights.hits)
         choice = choose(found, weights)
         if not choice.documents:
             return allowed, Route()
         return (r._narrowed(choice.documents, others, allowed),
                 replace(route, documents=tuple(sorted(choice.documents)),
                         scores=choice.scores))
+
+
+def _searched(route: Route) -> set[str]:
+    """The documents a route searches first: its documents and its candidates."""
+    return {*route.documents, *(d for d, _, _ in route.candidates)}
 
 
 def _several(route: Route) -> bool:
