@@ -3,11 +3,11 @@
 :func:`~proxy_pointer.vocab.understanding.understand` says which statements answer a
 question ("working capital": the balance sheet). :func:`boost_statements` finds them as
 sections of the documents the search already ranks first and moves their chunks to the
-front of the chunk ranking, first needed first, so each statement becomes a selected
-section and the packer hands it over (whole, or as its column headers and the rows whose
-words the question and its line items use). Only the first ``docs`` documents of the
-ranking get statements: the question's document is the search's (or routing's) choice,
-never this step's.
+front of the chunk ranking, first needed first, each statement's closest chunk before any
+statement's others, so each statement becomes a selected section and the packer hands it
+over (whole, or as its column headers and the rows whose words the question and its line
+items use). Only the first ``docs`` documents of the ranking get statements: the
+question's document is the search's (or routing's) choice, never this step's.
 
 A document's statement sections are found once per generation (:meth:`~.derived.
 Derived.per_document`): each node whose title is a statement's, discussion's or note's
@@ -77,8 +77,10 @@ def boost_statements(index: Corpus, ranked: list[tuple[int, float]], statements:
     docs = list(dict.fromkeys(p[0] for p in index.pointers([r for r, _ in ranked[:_LEAD]])))
     allowed = None if rows is None else set(rows.tolist())
     scores = dict(ranked)
+    n = len(statements)
     top = ranked[0][1] + 1.0
     moved: list[tuple[str, str]] = []
+    lifted: list[tuple[int, list[int]]] = []  # (rank of the statement, its rows best first)
     for doc_id in docs[:_DOCS]:
         found = statement_sections(index, doc_id)
         for rank, key in enumerate(statements):
@@ -87,9 +89,15 @@ def boost_statements(index: Corpus, ranked: list[tuple[int, float]], statements:
                 continue
             node_id, sims = best
             moved.append((doc_id, node_id))
-            lift = top + 2.0 * (len(statements) - rank)
-            for r, sim in sims.items():
-                scores[r] = lift + sim
+            lifted.append((rank, sorted(sims, key=lambda r: (-sims[r], r))))
+    # Round robin: every statement's j-th closest chunk before any statement's (j+1)-th,
+    # the first needed first among equals, so a statement whose section has subsections
+    # (Item 1, a note with parts) does not take every place before the next one.
+    depth = max((len(rows_) for _, rows_ in lifted), default=0)
+    for order, (rank, rows_) in enumerate(lifted):
+        for j, r in enumerate(rows_):
+            scores[r] = top + float((depth - j) * (n + 1) * len(lifted)
+                                    + (n - rank) * len(lifted) - order)
     if not moved:
         return ranked, []
     return sorted(scores.items(), key=lambda t: (-t[1], t[0])), moved

@@ -41,9 +41,10 @@ class Form:
 @dataclass(frozen=True)
 class Statement:
     """A part of a filing a question may need: a primary statement, an MD&A discussion or a
-    note (``kind``); ``titles`` every section title it goes by (choices expanded);
-    ``kind_words`` the words that tell a statement title's kind; ``named`` how a question
-    names it."""
+    note (``kind``); ``titles`` every section title it goes by (choices expanded), the
+    start of a title; ``whole`` the titles that name it only as the whole title ("Business"
+    is Item 1, "Business Combinations" is not); ``kind_words`` the words that tell a
+    statement title's kind; ``named`` how a question names it."""
 
     key: str
     kind: str
@@ -51,6 +52,7 @@ class Statement:
     titles: tuple[str, ...]
     kind_words: tuple[str, ...]
     named: tuple[str, ...]
+    whole: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -259,6 +261,14 @@ class Vocabulary:
         """Every title of every statement, discussion and note -> its key."""
         return PhraseSet((t, s.key) for s in self.statements for t in s.titles)
 
+    @cached_property
+    def _whole_titles(self) -> dict[tuple[str, ...], set[str]]:
+        out: dict[tuple[str, ...], set[str]] = {}
+        for s in self.statements:
+            for t in s.whole:
+                out.setdefault(words(t), set()).add(s.key)
+        return out
+
     def secondary(self, title: str) -> bool:
         """Whether a statement's title makes it another entity's than the filer's
         consolidated one ("Parent Company - Condensed Balance Sheets")."""
@@ -287,6 +297,7 @@ class Vocabulary:
         text = " ".join(seq)
         found = self.titles.find(text)
         kinds = {m.value for m in found if m.first == 0}
+        kinds |= self._whole_titles.get(tuple(seq), set())
         # a combined title ends in a note's ("Liabilities, Commitments and Contingencies")
         kinds |= {m.value for m in found if m.last == len(seq) and m.first > 0
                   and seq[m.first - 1] == "and" and self.statement(m.value).kind == "note"}
@@ -345,7 +356,8 @@ def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
                     for r in data.get("form", ())),
         statements=tuple(Statement(r["key"], r["kind"], r["label"],
                                    tuple(t for p in r["titles"] for t in expand_choices(p)),
-                                   _tup(r, "kind_words"), _tup(r, "named"))
+                                   _tup(r, "kind_words"), _tup(r, "named"),
+                                   tuple(t for p in r.get("whole", ()) for t in expand_choices(p)))
                          for r in data.get("statement", ())),
         items=tuple(LineItem(r["key"], r["statement"], _tup(r, "names"), _tup(r, "written"))
                     for r in data.get("item", ())),

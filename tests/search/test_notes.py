@@ -54,3 +54,35 @@ def test_a_question_needing_a_note_gets_it_on_every_dev_10k(tenks: Index, key: s
             missed += 1
             print("missed", doc, [s.title for s in res.sections])
     assert asked >= 10 and missed == 0
+
+
+BOREALIS = Path(__file__).parent.parent / "fixtures" / "notes" / "borealis_10k.md"
+
+
+@pytest.fixture(scope="module")
+def borealis() -> Index:
+    return Index.build([BOREALIS], embedder=HashEmbedder(256))
+
+
+def test_two_needed_parts_each_get_a_section_before_either_gets_a_second(
+        borealis: Index) -> None:
+    """Item 1 has five subsections and the segment note two: "who are its customers"
+    needs both, so the note's best subsection comes second, not after all of Item 1."""
+    res = borealis.retrieve("Who are the primary customers of Borealis?", budget=2000)
+    assert res.expansion.statements == ("business", "segments")
+    parents = [borealis.reader.tree(s.doc_id).get(s.node_id).parent_id for s in res.sections]
+    tree = borealis.reader.tree("borealis_10k.md")
+    item1 = next(n.node_id for n in tree if n.title == "Item 1. Business")
+    note = next(n.node_id for n in tree if n.title.startswith("Note 7."))
+    assert set(parents[:2]) == {item1, note}
+    assert "Our primary customers are grocery chains" in res.context
+
+
+def test_a_title_that_only_names_a_part_whole() -> None:
+    """"Business" is Item 1 only as the whole title: "Business Combinations" stays the
+    note, and a subsection "Our Business Partners" is nothing."""
+    assert FILINGS.section_kinds("Item 1. Business.") == {"business"}
+    assert FILINGS.section_kinds("Note 8. Business Combinations") == {"business_combinations"}
+    assert FILINGS.section_kinds("Our Business Partners") == set()
+    assert FILINGS.section_kinds(
+        "NOTE 24 REPORTABLE OPERATING SEGMENTS AND GEOGRAPHIC OPERATIONS") == {"segments"}
