@@ -68,7 +68,7 @@ LAYERS = [
     {"search.config", "search.derived", "search.corpus", "search"},
     {"search.sections"},  # the result type, read by everything above
     {"search.ranking", "search.rerank", "search.routing", "search.expansion",
-     "search.refine"},
+     "search.refine", "search.coverage"},
     # ranking steps with one signature, run in order by the retriever; which filing answers
     {"search.steps", "search.choice"},
     {"search.packing"},

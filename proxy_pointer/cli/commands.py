@@ -293,6 +293,8 @@ _WEIGHED = 3  # filings the document choice weighed, shown by query and ask
 def _print_sections(retrieval: Retrieval) -> None:
     if retrieval.expansion:
         print(f"--- {retrieval.expansion.describe()}")
+    if retrieval.periods:
+        print(f"--- {retrieval.periods.describe()}")
     r = retrieval.routing
     if r:
         asked = ", ".join(x for x in (", ".join(r.names), r.period, r.kind) if x)

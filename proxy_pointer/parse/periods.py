@@ -107,6 +107,11 @@ class Asked:
     quarter_year: int | None = None
     #: months named with their year and no day ("in March 2023"), ``(year, month)``
     months: tuple[tuple[int, int], ...] = ()
+    #: the fiscal years a question spanning periods needs, oldest first: a range filled in
+    #: ("FY2019 - FY2021", "from 2018 through 2020"), "three-year" or "past five years"
+    #: counted back from the latest year named, "year-over-year" or "prior year" adding the
+    #: year before, several years named; ``()`` when it asks about one period
+    span: tuple[int, ...] = ()
 
     @property
     def target(self) -> Period | None:
@@ -166,6 +171,23 @@ def _quarter_of(m: re.Match[str]) -> int | None:
     half = m.group(4) or m.group(5) or m.group(6) or m.group(7)
     return _HALVES[half.lower()]
 _YEAR = re.compile(r"(?<![\d$.,-])((?:19|20)\d\d)(?![\d,.]?\d|\s?%)")
+# a range of years: "2019-2021", "FY2019 - FY2021", "from 2018 through 2020", "2019 to 2021"
+_RANGE = re.compile(r"(?<![\d$.,-])(?:fy\s*'?|fiscal\s+)?((?:19|20)\d\d)\s*"
+                    r"(?:-|–|—|to|through|thru)\s*(?:fy\s*'?|fiscal\s+)?((?:19|20)\d\d)"
+                    r"(?![\d,.]?\d|\s?%)", re.I)
+_COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+           "nine": 9, "ten": 10}
+# "three-year average", "3 year", "past five years", "last 3 fiscal years", "each of the
+# three years"
+_N_YEARS = re.compile(r"\b(two|three|four|five|six|seven|eight|nine|ten|[2-9]|10)[\s-]+"
+                      r"(?:fiscal[\s-]+)?years?\b(?!\s+(?:senior\s+|term\s+|revolving\s+|credit\s+)?"
+                      r"(?:notes?|bonds?|loans?|debentures?|facilit(?:y|ies)|term|agreements?|"
+                      r"contracts?|leases?|warrant(?:y|ies)|treasur(?:y|ies)|swaps?|revolver|"
+                      r"maturit(?:y|ies)|commitments?|guarantees?)\b)", re.I)
+_PRIOR = re.compile(r"\b(?:year[\s-]+over[\s-]+year|yoy|y/y|prior[\s-]+(?:fiscal\s+)?year|"
+                    r"previous[\s-]+(?:fiscal\s+)?year|preceding\s+year|a\s+year\s+earlier)\b",
+                    re.I)
+_MAX_SPAN = 30  # years a range may fill
 # a month and its year with no day: "March 2023", "in Jan. 2023", "august of 2023"
 _MONTH_YEAR = re.compile(rf"\b({FILINGS.month_pattern})\s+(?:of\s+)?((?:19|20)\d\d)\b", re.I)
 
@@ -187,6 +209,13 @@ def asked_periods(question: str) -> Asked:
         number = _MONTHS.get(mon[:4] if mon[:4] == "sept" else mon[:3])
         if number is not None:
             months.append((int(m.group(2)), number))
+    ranged: set[int] = set()
+    for m in _RANGE.finditer(rest):
+        lo, hi = sorted((int(m.group(1)), int(m.group(2))))
+        years += [lo, hi]
+        if hi - lo < _MAX_SPAN:
+            ranged.update(range(lo, hi + 1))
+    rest = _RANGE.sub(" ", rest)
     quarter = quarter_year = None
     for m in _QUARTER.finditer(rest):
         q = _quarter_of(m)
@@ -202,7 +231,22 @@ def asked_periods(question: str) -> Asked:
     years.extend(int(m.group(1)) for m in _YEAR.finditer(rest))
     return Asked(tuple(sorted(set(years))), quarter if years else None, tuple(sorted(set(dates))),
                  _anchor(question), quarter_year if years else None,
-                 tuple(sorted(set(months))))
+                 tuple(sorted(set(months))), _span(question, set(years) | ranged))
+
+
+def _span(question: str, years: set[int]) -> tuple[int, ...]:
+    """:attr:`Asked.span` of a question that names ``years`` (ranges filled in)."""
+    if not years:
+        return ()
+    latest = max(years)
+    out = set(years)
+    for m in _N_YEARS.finditer(question):
+        word = m.group(1).lower()
+        n = _COUNTS.get(word) or int(word)
+        out.update(range(latest - n + 1, latest + 1))
+    if _PRIOR.search(question):
+        out.add(latest - 1)
+    return tuple(sorted(out)) if len(out) > 1 else ()
 
 
 # "as of FY2020", "as at December 31, 2021": the period a question's figures are taken at;

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..access import public_metadata
+from ..parse.periods import asked_periods
 from ..parse.tree import normalize_title
 from ..refs import Ref
 from ..vocab.filings import FILINGS
@@ -29,6 +30,7 @@ from ..vocab.synonyms import Synonyms
 from ..vocab.understanding import Expansion, understand
 from .choice import WEIGHTS, Weights, choose, evidence
 from .config import MAX_QUESTION_CHARS, RetrievalConfig, check_question
+from .coverage import Coverage, coverage
 from .expansion import boost_statements
 from .packing import fits_whole, pack_request
 from .ranking import (
@@ -70,6 +72,9 @@ class Retrieval:
     ``dedupe`` (grouping chunks by node) and ``slice`` (sections, trimming, budget)."""
     routing: Route = field(default_factory=Route)  # the documents the question named
     expansion: Expansion = field(default_factory=Expansion)  # concepts, statements, synonyms
+    #: the years a question spanning periods asks, those the context holds, and the
+    #: filings on the shelf that report the rest (:mod:`.coverage`)
+    periods: Coverage = field(default_factory=Coverage)
 
     @property
     def context(self) -> str:
@@ -84,11 +89,12 @@ class Retrieval:
         the question was sent to and which card fields matched: :class:`~.routing.Route`)
         and ``expansion`` (the concepts the question names, the statements and line items
         they need, the synonyms applied: :class:`~proxy_pointer.vocab.understanding.
-        Expansion`)."""
+        Expansion`) and ``periods`` (the years a question spanning periods asks, those the
+        contexts hold, the filings that report the rest: :class:`~.coverage.Coverage`)."""
         return {"question": self.question, "tokens_used": self.tokens_used,
                 "budget": self.budget, "contexts": [s.to_dict() for s in self.sections],
                 "omitted": list(self.omitted), "routing": self.routing.to_dict(),
-                "expansion": self.expansion.to_dict()}
+                "expansion": self.expansion.to_dict(), "periods": self.periods.to_dict()}
 
 
 class Retriever:
@@ -164,7 +170,8 @@ class Retriever:
         timings["slice"] = time.perf_counter() - t
         used = sum(s.tokens for s in sections)
         return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates),
-                         tuple(omitted), timings, routed, expansion)
+                         tuple(omitted), timings, routed, expansion,
+                         _covered(question, sections, shelf))
 
     # --- search ---------------------------------------------------------------------
     def _narrowed(self, documents: Iterable[str], others: np.ndarray,
@@ -325,6 +332,17 @@ class Retriever:
 
 
 # --- helpers ----------------------------------------------------------------------------
+def _covered(question: str, sections: Sequence[Section], shelf: Shelf) -> Coverage:
+    """Which years of a question spanning periods the ``sections`` hold, and the filings
+    of the first section's company on ``shelf`` that report the rest."""
+    span = asked_periods(question).span
+    if not span:
+        return Coverage()
+    documents = list(dict.fromkeys(s.doc_id for s in sections))
+    family = shelf.family(documents[0]) if documents else {}
+    return coverage(span, (s.text for s in sections), documents, family)
+
+
 @dataclass(frozen=True)
 class _Search:
     """One request's first search over a route's candidates, for the document choice."""

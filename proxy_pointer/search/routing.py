@@ -178,6 +178,12 @@ class Shelf:
         note = f"No company named: what the filings hold points to {self.entities[g]}."
         return replace(r, note=" ".join(filter(None, (note, r.note))))
 
+    def family(self, doc_id: str) -> dict[str, Card]:
+        """The cards of the filings on this shelf by the entity of ``doc_id`` (itself
+        included); empty for an unclaimed document."""
+        g = self._group_of.get(doc_id)
+        return {} if g is None else {d: self.cards[d] for d in self.groups[g]}
+
     def _for_groups(self, question: str, named: list[int], hits: list[str],
                     target: Period | None, kind: str) -> Route:
         """The route to the named groups' filings of ``target`` (module docstring)."""

@@ -160,7 +160,9 @@ def _description(tool: str, limits: Limits) -> str:
             "`tokens_used`, `budget` and `routing` (the documents a question naming a company, "
             "period or form was kept to, and a `note` when none covers the period asked) and "
             "`expansion` (concepts named, such as working capital, with the statements and "
-            f"items searched for them). budget: 1..{limits.max_budget} tokens, "
+            "items searched for them) and `periods` (for a question spanning years: those "
+            "asked, those the contexts hold, and the filings that report the rest). "
+            f"budget: 1..{limits.max_budget} tokens, "
             f"k: 1..{limits.max_k}.")
     return {
         "get_section": (

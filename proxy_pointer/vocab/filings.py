@@ -30,12 +30,14 @@ _PATH = Path(__file__).with_name("filings.toml")
 @dataclass(frozen=True)
 class Form:
     """A form kind (``"10-K"``, ``"earnings release"``), its ``nature`` (annual, quarterly,
-    current, proxy, registration, other) and how questions write it."""
+    current, proxy, registration, other), how questions write it, and the fiscal ``years``
+    one filing of it reports (its own and the comparatives before it)."""
 
     name: str
     nature: str
     written: tuple[str, ...]
     cover: bool = True
+    years: int = 1
 
 
 @dataclass(frozen=True)
@@ -352,7 +354,8 @@ def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
             if k not in ("layout", "text"))) for r in data.get("card_example", ())),
         form_cues=tuple(FormCue(_tup(r, "forms"), _tup(r, "written"), _tup(r, "matches"),
                                 _tup(r, "misses")) for r in data.get("form_cue", ())),
-        forms=tuple(Form(r["name"], r["nature"], _tup(r, "written"), bool(r.get("cover", True)))
+        forms=tuple(Form(r["name"], r["nature"], _tup(r, "written"), bool(r.get("cover", True)),
+                         int(r.get("years", 1)))
                     for r in data.get("form", ())),
         statements=tuple(Statement(r["key"], r["kind"], r["label"],
                                    tuple(t for p in r["titles"] for t in expand_choices(p)),

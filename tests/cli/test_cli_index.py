@@ -207,4 +207,4 @@ def test_query_json_is_the_service_payload(capsys, docs: Path, tmp_path: Path) -
     assert cli == served == json.loads(json.dumps(direct))
     assert cli["contexts"] and all(c["ref"].startswith(c["doc_id"] + "#") for c in cli["contexts"])
     assert set(cli) == {"question", "tokens_used", "budget", "contexts", "omitted", "routing",
-                         "expansion"}
+                         "expansion", "periods"}
