@@ -94,8 +94,9 @@ __all__ = [
 # or parsing would read documents differently: an index of another version is re-parsed
 # on its next update, and chunks whose text is unchanged keep their vectors.
 # 2: headerless documents in topical segments; 3: short sections chunked; 4: cards read
-# by the release, registrant-table and former-name rules (issue 58)
-CHUNKER_VERSION = 4
+# by the release, registrant-table and former-name rules (issue 58); 5: PDF statement
+# titles after the filer's name or broken over two lines become sections (issue 59)
+CHUNKER_VERSION = 5
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -50,9 +51,10 @@ def _text(pdf: FPDF, text: str, style: str = "") -> None:
     pdf.ln(3)
 
 
-def run_in_filing() -> bytes:
+def run_in_filing(caption: Callable[[str], str] = str) -> bytes:
     """A 10-K whose Item titles run into their first sentence ("Item 1. Business. Unless
-    ..."), whose Item 8 has no index, whose statements carry their titles on their pages."""
+    ..."), whose Item 8 has no index, whose statements carry their titles on their pages
+    as ``caption`` prints them."""
     pdf = _RunIn()
     pdf.set_auto_page_break(False)
     pdf.add_page()
@@ -73,9 +75,9 @@ def run_in_filing() -> bytes:
         ["Item 8. Financial Statements and Supplementary Data. The statements follow " + PROSE,
          "Report of Independent Registered Public Accounting Firm",
          "To the shareholders: we have audited the statements, and this opinion " + PROSE],
-        ["Consolidated Statements of Operations", ROWS],
-        ["Consolidated Balance Sheets", ROWS],
-        ["Consolidated Statements of Cash Flows", ROWS],
+        [caption("Consolidated Statements of Operations"), ROWS],
+        [caption("Consolidated Balance Sheets"), ROWS],
+        [caption("Consolidated Statements of Cash Flows"), ROWS],
         ["Notes to Consolidated Financial Statements",
          "Note 1. Summary of Significant Accounting Policies",
          "The policies are stated in this paragraph " + PROSE],
@@ -127,6 +129,35 @@ def test_run_in_items_parts_and_statements_take_the_filing_shape() -> None:
     assert "Unless the context otherwise requires" in conv.markdown
     assert "Acme Widgets, Inc." not in [t for _, t, _, _ in got]
     assert dict(conv.structure)["contents_found"] == len(CONTENTS)
+
+
+# Statement titles the converter once missed, as filings beyond the dev set print them: after
+# the filer's name on one line (a running head: "Acme Widgets, Inc. - Consolidated Balance
+# Sheets"; "ACME ... AND SUBSIDIARIES CONSOLIDATED BALANCE SHEETS" in capitals, as 10-Ks
+# typeset in one font do) and broken after "of" over two lines (a narrow title column).
+CAPTIONS = {
+    "after the filer's name": lambda t: f"Acme Widgets, Inc. - {t}",
+    "in capitals after the filer and subsidiaries": (
+        lambda t: f"ACME WIDGETS, INC. AND SUBSIDIARIES {t.upper()}"),
+    "broken after 'of'": lambda t: t.replace(" of ", " of\n", 1),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(CAPTIONS))
+def test_statement_titles_printed_other_ways_become_the_statements_sections(layout: str
+                                                                            ) -> None:
+    conv = PdfConverter().convert(run_in_filing(CAPTIONS[layout]), "acme.pdf")
+    got = _outline(build_tree(conv.markdown, "acme.pdf"), conv.page_starts)
+    item8 = "Item 8. Financial Statements and Supplementary Data."
+    statements = [(lv, t.lower(), parent, page) for lv, t, parent, page in got
+                  if parent == item8 and t.lower().startswith("consolidated")]
+    assert statements == [(3, "consolidated statements of operations", item8, 7),
+                          (3, "consolidated balance sheets", item8, 8),
+                          (3, "consolidated statements of cash flows", item8, 9)]
+    assert dict(conv.structure)["statements"] == 3
+    if "filer" in layout:  # the name stays in the text, a line of its own
+        assert re.search(r"^ACME WIDGETS, INC\.( AND SUBSIDIARIES)?$", conv.markdown,
+                         re.IGNORECASE | re.MULTILINE)
 
 
 def test_filing_levels_puts_parts_on_top_and_keeps_stray_headings_inside_items() -> None:

@@ -72,6 +72,15 @@ _STATEMENT = FILINGS.statement_pattern
 _CONTINUED = FILINGS.continued_pattern
 _RUN_IN_ENDS = ".:\u2013\u2014"  # what ends a run-in title: "Business." "Business:"
 _CAPTION_LINES = 8  # a statement's title is among the first lines of its page
+# the filer's name before a statement's title on one line, as a running head prints it:
+# "Acme Widgets, Inc. - Consolidated Balance Sheets", "ACME INC. AND SUBSIDIARIES
+# CONSOLIDATED BALANCE SHEETS"; read within the line's first _FILER_CHARS characters
+_FILER_END = re.compile(r"\b(?:inc|incorporated|corp|corporation|company|co|ltd|limited|plc|"
+                        r"llc|lp|n\.v|s\.a|ag|se|group|holdings|subsidiaries)\b\.?\s*"
+                        r"(?:[-–—|:]\s*)?", re.IGNORECASE)
+_FILER_CHARS = 100
+# a title broken after "of" or "and": "Consolidated Statements of" / "Cash Flows"
+_BROKEN = re.compile(r"\b(?:of|and|in)$", re.IGNORECASE)
 _LABEL = re.compile(r"^\s*(?:part|item|note|section|chapter|article)\s+(?=[\divxlc]+[a-z]?\b)",
                     re.IGNORECASE)
 _INDENT = 3.0  # points: indentations closer than this are the same column
@@ -411,20 +420,24 @@ def place_statements(pages: list[list[Line]], anchors: dict[int, Line]) -> int:
     """Make each financial statement's title a heading where no contents entry did: a line
     among the first of a page that names a statement (``_STATEMENT``, not "continued"), on
     a page holding a table, the first page for each kind of statement (income, position,
-    cash flows, comprehensive income, equity) that no heading names yet. After a numbered
-    heading placed from the contents (Item 8) it goes one level below it, fixed; otherwise
-    it is a caption the layout nests under the numbered heading before it. Returns how
-    many it placed."""
+    cash flows, comprehensive income, equity) that no heading names yet. A title may follow
+    the filer's name on its line (a running head: the name becomes a line of its own) or
+    break after "of" (its two lines become one). After a numbered heading placed from the
+    contents (Item 8) it goes one level below it, fixed; otherwise it is a caption the
+    layout nests under the numbered heading before it. Returns how many it placed."""
     done = {_kind(m[0]) for lines in pages for ln in lines
             if ln.heading and (m := _STATEMENT.match(ln.text))}
     placed = 0
     for lines in pages:
-        if not any(_STATEMENT.match(ln.text) for ln in lines[:_CAPTION_LINES]) or not (
-                holds_table(lines)):
+        if not holds_table(lines):
             continue
-        for k, ln in enumerate(lines[:_CAPTION_LINES]):
-            m = _STATEMENT.match(ln.text)
-            if (m is None or ln.heading or _CONTINUED.search(ln.text)
+        for k in range(min(_CAPTION_LINES, len(lines))):
+            found = _caption(lines, k)
+            if found is None:
+                continue
+            k, m = found
+            ln = lines[k]
+            if (ln.heading or _CONTINUED.search(ln.text)
                     or len(ln.text.split()) > 16):
                 continue
             kind = _kind(m[0])
@@ -435,6 +448,30 @@ def place_statements(pages: list[list[Line]], anchors: dict[int, Line]) -> int:
                 placed += 1
             break
     return placed
+
+
+def _caption(lines: list[Line], k: int) -> tuple[int, re.Match[str]] | None:
+    """``(index, match)`` of the statement title ``lines[k]`` starts with, after making it
+    one line of its own: a filer's name before it stays on ``lines[k]`` and the title
+    becomes the line after it; a title broken after "of" is joined with the next line.
+    ``None`` (and nothing changed) when the line names no statement."""
+    ln = lines[k]
+    m = _STATEMENT.match(ln.text)
+    if (_BROKEN.search(ln.text) and k + 1 < len(lines) and not lines[k + 1].heading
+            and (joined := _STATEMENT.match(f"{ln.text} {lines[k + 1].text}"))
+            and (m is None or len(joined[0]) > len(m[0]))):
+        ln.text = f"{ln.text} {lines.pop(k + 1).text}"
+        return k, joined
+    if m is not None:
+        return k, m
+    for f in _FILER_END.finditer(ln.text[:_FILER_CHARS]):
+        rest = ln.text[f.end():]
+        if f.start() > 0 and _STATEMENT.match(rest) is not None:
+            lines.insert(k + 1, Line(rest, ln.page, ln.size, ln.bold, ln.top, ln.bottom,
+                                     right=ln.right, left=ln.left))
+            ln.text = ln.text[:f.end()].rstrip(" -–—|:")
+            return _caption(lines, k + 1)
+    return None
 
 
 def _kind(title: str) -> str:
