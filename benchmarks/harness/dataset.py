@@ -118,7 +118,7 @@ class Dataset:
 
 
 def load_dataset(path: str | Path, *, limit: int | None = None,
-                 matching: str | None = None) -> Dataset:
+                 matching: str | None = None, extra: str | Path | None = None) -> Dataset:
     """Read the dataset folder at ``path``; returns a :class:`Dataset`.
 
     ``limit`` keeps the first ``limit`` questions, and only the documents they are about, so
@@ -134,19 +134,20 @@ def load_dataset(path: str | Path, *, limit: int | None = None,
         raise ConfigError(f"{root}: not a dataset folder (needs docs/ and questions.jsonl)")
     questions: list[Question] = []
     seen: set[str] = set()
-    with qfile.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{qfile}:{lineno}: not JSON ({exc.msg})") from None
-            q = _question(row, f"{qfile}:{lineno}")
-            if q.id in seen:
-                raise ConfigError(f"{qfile}:{lineno}: duplicate question id {q.id!r}")
-            seen.add(q.id)
-            questions.append(q)
+    for source in (qfile, *([Path(extra)] if extra is not None else [])):
+        with source.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(f"{source}:{lineno}: not JSON ({exc.msg})") from None
+                q = _question(row, f"{source}:{lineno}")
+                if q.id in seen:
+                    raise ConfigError(f"{source}:{lineno}: duplicate question id {q.id!r}")
+                seen.add(q.id)
+                questions.append(q)
     if limit is not None:
         questions = questions[: max(0, limit)]
     doc_ids = sorted({q.doc_id for q in questions}) if limit is not None else sorted(

@@ -109,8 +109,9 @@ class Asked:
     months: tuple[tuple[int, int], ...] = ()
     #: the fiscal years a question spanning periods needs, oldest first: a range filled in
     #: ("FY2019 - FY2021", "from 2018 through 2020"), "three-year" or "past five years"
-    #: counted back from the latest year named, "year-over-year" or "prior year" adding the
-    #: year before, several years named; ``()`` when it asks about one period
+    #: counted back from the latest year named ("the next five years" is no span),
+    #: "year-over-year" or "prior year" adding the year before, several years or dates
+    #: named; ``()`` when it asks about one period
     span: tuple[int, ...] = ()
 
     @property
@@ -179,7 +180,8 @@ _COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "ei
            "nine": 9, "ten": 10}
 # "three-year average", "3 year", "past five years", "last 3 fiscal years", "each of the
 # three years"
-_N_YEARS = re.compile(r"\b(two|three|four|five|six|seven|eight|nine|ten|[2-9]|10)[\s-]+"
+_N_YEARS = re.compile(r"\b(next\s+|following\s+|coming\s+|upcoming\s+)?"
+                      r"(two|three|four|five|six|seven|eight|nine|ten|[2-9]|10)[\s-]+"
                       r"(?:fiscal[\s-]+)?years?\b(?!\s+(?:senior\s+|term\s+|revolving\s+|credit\s+)?"
                       r"(?:notes?|bonds?|loans?|debentures?|facilit(?:y|ies)|term|agreements?|"
                       r"contracts?|leases?|warrant(?:y|ies)|treasur(?:y|ies)|swaps?|revolver|"
@@ -231,7 +233,8 @@ def asked_periods(question: str) -> Asked:
     years.extend(int(m.group(1)) for m in _YEAR.finditer(rest))
     return Asked(tuple(sorted(set(years))), quarter if years else None, tuple(sorted(set(dates))),
                  _anchor(question), quarter_year if years else None,
-                 tuple(sorted(set(months))), _span(question, set(years) | ranged))
+                 tuple(sorted(set(months))),
+                 _span(question, set(years) | ranged | {fiscal_year(d) for d in dates}))
 
 
 def _span(question: str, years: set[int]) -> tuple[int, ...]:
@@ -241,7 +244,9 @@ def _span(question: str, years: set[int]) -> tuple[int, ...]:
     latest = max(years)
     out = set(years)
     for m in _N_YEARS.finditer(question):
-        word = m.group(1).lower()
+        if m.group(1):  # "the next five years": ahead of the period, not a span of it
+            continue
+        word = m.group(2).lower()
         n = _COUNTS.get(word) or int(word)
         out.update(range(latest - n + 1, latest + 1))
     if _PRIOR.search(question):

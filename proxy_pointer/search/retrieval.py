@@ -188,7 +188,7 @@ class Retriever:
         vocabulary's concepts)."""
         synonyms = cfg.tuning.synonyms if isinstance(cfg.tuning.synonyms, Synonyms) else None
         expansion = understand(question, vocabulary=FILINGS if cfg.tuning.vocabulary else None,
-                               synonyms=synonyms)
+                               synonyms=synonyms, spans=bool(asked_periods(question).span))
         corpus, q = self._embedded(expansion.embedded(question), cfg, timings)
         return corpus, q, expansion
 

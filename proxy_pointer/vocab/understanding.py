@@ -46,7 +46,7 @@ class Expansion:
     dense: str = ""  # the text embedded, where it differs from ``searched``
 
     def __bool__(self) -> bool:
-        return bool(self.concepts or self.synonyms)
+        return bool(self.concepts or self.statements or self.synonyms)
 
     def text(self, question: str) -> str:
         """The text searched for ``question`` (by BM25, and the packer's row words)."""
@@ -65,11 +65,12 @@ class Expansion:
         """One line for people: "concept working_capital: balance sheet (found as
         10k.md#0042); items total current assets, ...; synonyms PTO + paid time off"."""
         parts = []
-        if self.concepts:
+        if self.statements:
             found = f" (found as {', '.join(self.sections)})" if self.sections else (
                 " (not found as sections)")
-            parts.append(f"concept {', '.join(self.concepts)}: "
-                         f"{', '.join(self.labels)}{found}")
+            named = (f"concept {', '.join(self.concepts)}" if self.concepts
+                     else "line items over several periods")
+            parts.append(f"{named}: {', '.join(self.labels)}{found}")
         if self.items:
             parts.append(f"items {', '.join(self.items)}")
         for a in self.synonyms:
@@ -94,6 +95,12 @@ def concept_phrases(vocab: Vocabulary) -> PhraseSet[Concept]:
 
 
 @lru_cache(maxsize=4)
+def item_phrases(vocab: Vocabulary) -> PhraseSet[str]:
+    """Every name and way of writing of a line item -> its key."""
+    return PhraseSet((n, i.key) for i in vocab.items for n in (*i.names, *i.written))
+
+
+@lru_cache(maxsize=4)
 def item_synonyms(vocab: Vocabulary) -> Synonyms:
     """The vocabulary's line items as one-way synonym rules: each way a question writes an
     item ("capex") is searched with the names filings print it by beside it
@@ -109,10 +116,13 @@ def item_synonyms(vocab: Vocabulary) -> Synonyms:
 
 
 def understand(question: str, *, vocabulary: Vocabulary | None = FILINGS,
-               synonyms: Synonyms | None = None) -> Expansion:
+               synonyms: Synonyms | None = None, spans: bool = False) -> Expansion:
     """The :class:`Expansion` of ``question``: the user's ``synonyms`` first, then (unless
-    ``vocabulary`` is None) the concepts and line items of the filing vocabulary. Linear in
-    the question's length (:class:`~.phrases.PhraseSet`)."""
+    ``vocabulary`` is None) the concepts and line items of the filing vocabulary. A
+    question that ``spans`` periods and names no concept but line items ("How did net
+    sales change from 2020 to 2022?") needs the statements that print them, whose
+    comparative columns hold the years. Linear in the question's length
+    (:class:`~.phrases.PhraseSet`)."""
     text, applied = synonyms.apply(question) if synonyms else (question, [])
     if vocabulary is None:
         return Expansion(synonyms=tuple(applied), searched=text if applied else "")
@@ -121,6 +131,10 @@ def understand(question: str, *, vocabulary: Vocabulary | None = FILINGS,
     applied.extend(more)
     statements = list(dict.fromkeys(s for c in concepts for s in c.statements))
     items = list(dict.fromkeys(i for c in concepts for i in c.items))
+    if spans and not concepts:
+        items = list(dict.fromkeys(m.value for m in item_phrases(vocabulary).find(question,
+                                                                                  longest=True)))
+        statements = list(dict.fromkeys(vocabulary.item(i).statement for i in items))
     have = " " + " ".join(words(text)) + " "
     names = [[n for n in vocabulary.item(key).names if f" {' '.join(words(n))} " not in have]
              for key in items]
@@ -131,7 +145,7 @@ def understand(question: str, *, vocabulary: Vocabulary | None = FILINGS,
         lexical = f"{text} ({'; '.join(dict.fromkeys(n for ns in names for n in ns))})"
         dense = f"{text} ({'; '.join(dict.fromkeys(ns[0] for ns in names if ns))})"
         text = lexical
-    if not (concepts or applied):
+    if not (concepts or applied or statements):
         return Expansion()
     return Expansion(tuple(c.key for c in concepts), tuple(statements), tuple(items),
                      tuple(applied), text if text != question else "",

@@ -287,6 +287,20 @@ def test_loader_rejects_malformed_rows(tmp_path):
     assert load_dataset(tmp_path).warnings
 
 
+def test_a_second_questions_file_is_read_after_the_first(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\ntext\n")
+    row = {"id": "1", "doc_id": "a", "question": "?", "evidence": [["text"]], "sections": [],
+           "answers": [], "meta": {}}
+    (tmp_path / "questions.jsonl").write_text(json.dumps(row) + "\n")
+    extra = tmp_path / "written.jsonl"
+    extra.write_text(json.dumps({**row, "id": "w1", "meta": {"written": "us"}}) + "\n")
+    assert [q.id for q in load_dataset(tmp_path, extra=extra).questions] == ["1", "w1"]
+    extra.write_text(json.dumps(row) + "\n")
+    with pytest.raises(ValueError, match=r"written.jsonl:1: duplicate question id"):
+        load_dataset(tmp_path, extra=extra)
+
+
 # --- answers, LLM stub, PageIndex result handling ----------------------------------------------
 def test_qasper_token_f1():
     assert token_f1("The cat sat.", "cat sat") == 1.0

@@ -21,6 +21,8 @@ from tests.shelf import SHELF
     ("the three-year average as of FY2021", (2019, 2020, 2021)),
     ("average net margin over the past five years as of 2022", (2018, 2019, 2020, 2021, 2022)),
     ("each of the three years ended 2022", (2020, 2021, 2022)),
+    ("cash between December 31, 2021 and June 26, 2022", (2021, 2022)),
+    ("debt maturities over the next five years as of FY2022", ()),
     ("What was revenue in 2022?", ()),
     ("What did it pay on its 10-year notes issued in 2022?", ()),
     ("a three-year credit facility signed in 2021", ()),

@@ -181,3 +181,18 @@ def test_the_framework_retrievers_take_a_synonyms_file(tmp_path: Path) -> None:
     # the same rules read twice are one set (a view's routing shelf is kept per set)
     assert Synonyms.parse("a, b\n", "x") == Synonyms.parse("a, b\n", "x")
     assert len({Synonyms.parse("a, b\n", "x"), Synonyms.parse("a, b\n", "x")}) == 1
+
+
+def test_a_line_item_over_several_periods_gets_its_statement(acme: Index) -> None:
+    """No concept, but a line item and two years: the statement that prints the item in
+    comparative columns comes first, and the result says both years are there."""
+    res = acme.retrieve("How did Acme's net sales change from 2021 to 2022?", budget=300,
+                        doc_ids=["acme_10k.md"])
+    assert _titles(res)[0] == "Consolidated Statements of Operations"
+    assert res.expansion.statements == ("income",) and res.expansion.items == ("revenue",)
+    assert "Net sales 1,240 1,148" in res.sections[0].text
+    assert res.periods.asked == (2021, 2022) and not res.periods.missing
+    # one period asked: the question is searched as written, nothing moved
+    one = acme.retrieve("What were Acme's net sales in 2022?", budget=300,
+                        doc_ids=["acme_10k.md"])
+    assert not one.expansion.statements and not one.periods
