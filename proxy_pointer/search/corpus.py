@@ -24,7 +24,7 @@ from ..embeddings.base import Embedder
 from ..parse.cards import CARD_FIELDS, Card, card_matches, effective_card
 from ..parse.chunking import Chunk
 from ..parse.tree import Tree, build_tree
-from ..stores.lexical import tokenize
+from ..stores.analyzer import tokenize
 from ..stores.records import DocumentRecord
 from ..stores.segments import Pointer, SegmentSet
 from ..stores.vectors import VectorIndexConfig
@@ -267,9 +267,9 @@ class Reader:
 
     def term_weights(self, question: str, scope: np.ndarray | None = None
                      ) -> dict[str, float]:
-        """The question's BM25 terms (:func:`~.lexical.tokenize`) with their IDF over the
-        rows in ``scope`` (``None``: every live row): what scoring single lines of a
-        section lexically needs."""
+        """The question's BM25 terms (:func:`~proxy_pointer.stores.analyzer.tokenize`) with
+        their IDF over the rows in ``scope`` (``None``: every live row): what scoring single
+        lines of a section lexically needs."""
         terms = list(dict.fromkeys(tokenize([question])[0]))
         return dict(zip(terms, self.segments.term_weights(terms, scope).tolist(), strict=True))
 

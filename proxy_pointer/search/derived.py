@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..parse.tree import Tree
-from ..stores.lexical import terms as terms_of
+from ..stores.analyzer import terms as terms_of
 from ..tokens import sentence_pieces
 
 __all__ = ["Derived"]
@@ -73,8 +73,8 @@ class Derived:
             0, *itertools.accumulate(len(line) for line in self._tree(doc_id).lines)])
 
     def line_terms(self, doc_id: str, lo: int, hi: int) -> list[list[str]]:
-        """The BM25 terms (:func:`~.lexical.terms`) of lines ``lo:hi`` of a stored document;
-        lines are tokenized when first asked for, then kept."""
+        """The BM25 terms (:func:`~proxy_pointer.stores.analyzer.terms`) of lines ``lo:hi``
+        of a stored document; lines are tokenized when first asked for, then kept."""
         terms: list[list[str] | None] = self._per_doc(
             self._terms, doc_id, lambda: [None] * len(self._tree(doc_id).lines))
         missing = [i for i in range(lo, hi) if terms[i] is None]

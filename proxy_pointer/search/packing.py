@@ -59,8 +59,8 @@ from ..convert.base import page_fields
 from ..errors import ConfigError
 from ..parse.blocks import table_layout
 from ..parse.segmentation import paragraphs
-from ..stores.lexical import line_match
-from ..stores.lexical import terms as line_terms_of
+from ..stores.analyzer import terms as line_terms_of
+from ..stores.bm25 import line_match
 from ..tokens import count_tokens, truncate_to_tokens
 from .config import RetrievalConfig, Tuning
 from .ranking import Candidate, Selected

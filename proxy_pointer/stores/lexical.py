@@ -1,8 +1,8 @@
-"""BM25 over chunk texts: the lexical half of hybrid search, saved with the index.
+"""BM25's postings over chunk texts: the lexical half of hybrid search, saved with the index.
 
-Built with bm25s over each chunk's embedded text (breadcrumb + body), English stop words
-removed and, when PyStemmer is installed, stemmed, so "models" matches "model". Saved as
-bm25s' own named arrays and JSON (``allow_pickle=False``), so a query process loads it
+Built with bm25s over each chunk's embedded text (breadcrumb + body) as the analyzer
+(:mod:`.analyzer`) reads it, scored as :mod:`.bm25` says. Saved as bm25s' own named arrays
+and JSON (``allow_pickle=False``), so a query process loads it
 instead of re-tokenizing every chunk (seconds on a large index), with each row's length
 in terms beside them.
 
@@ -21,11 +21,9 @@ import contextlib
 import io
 import math
 import os
-import re
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from tokenize import TokenError
 from typing import Any, Protocol, TypeVar
@@ -33,77 +31,13 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ..errors import IndexCorruptError
+from .analyzer import NO_TERM, tokenize
+from .bm25 import K1, B, TermStats, bm25, idf, top_rows
 
-__all__ = ["K1", "B", "LexicalIndex", "LexicalSearch", "LexicalWriter", "TermStats", "ViewCache",
-           "bm25", "idf", "line_match", "terms", "tokenize", "top_rows"]
+__all__ = ["LENGTHS", "LexicalIndex", "LexicalSearch", "LexicalWriter", "ViewCache"]
 
-#: BM25's parameters (bm25s' defaults; Milvus's BM25 index is built with the same).
-K1, B = 1.5, 0.75
-
-
-def line_match(line: list[str], weights: dict[str, float]) -> float:
-    """BM25-style match of one line's terms: IDF (``weights``) times a saturating term
-    frequency (k1 = 1.2), as packing scores the lines of a section."""
-    tf: dict[str, int] = {}
-    for t in line:
-        if t in weights:
-            tf[t] = tf.get(t, 0) + 1
-    return sum(weights[t] * f * 2.2 / (f + 1.2) for t, f in tf.items())
 #: The file beside bm25s' arrays that holds each row's length in terms.
 LENGTHS = "row_lengths.npy"
-
-
-def _stemmer() -> Callable[[list[str]], list[str]] | None:
-    try:
-        import Stemmer  # PyStemmer: optional, makes "models" match "model"
-    except ImportError:
-        return None
-    stem: Callable[[list[str]], list[str]] = Stemmer.Stemmer("english").stemWords
-    return stem
-
-
-def tokenize(texts: Sequence[str]) -> list[list[str]]:
-    """Lower-cased, stop-word-free, stemmed tokens of each text (bm25s' tokenizer)."""
-    import bm25s
-
-    tokens: list[list[str]] = bm25s.tokenize(
-        list(texts), stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False
-    )
-    return tokens
-
-
-_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # bm25s' default token pattern
-#: The one term of an index whose texts hold none: no text tokenizes to it.
-_NO_TERM = "\x00"
-
-
-def terms(texts: Sequence[str]) -> list[list[str]]:
-    """The same terms as :func:`tokenize`, without building a vocabulary: a fast path for
-    many short texts (lines of a section) matched against a question's terms."""
-    from bm25s.stopwords import STOPWORDS_EN
-
-    stem = _stemmer()  # a new one per call: PyStemmer objects are not thread-safe
-    stop = frozenset(STOPWORDS_EN)
-    out = []
-    for text in texts:
-        words = [w for w in _TOKEN.findall(text.lower()) if w not in stop]
-        out.append(stem(words) if stem is not None and words else words)
-    return out
-
-
-def idf(doc_freq: np.ndarray, n_rows: int) -> np.ndarray:
-    """BM25's inverse document frequency (the Lucene variant bm25s uses by default)."""
-    df = np.asarray(doc_freq, np.float64)
-    return np.log1p((n_rows - df + 0.5) / (df + 0.5))
-
-
-def bm25(tf: np.ndarray, lengths: np.ndarray, idf_: np.ndarray | float, avg: float
-         ) -> np.ndarray:
-    """BM25's part of a term in rows (bm25s' Lucene variant): ``idf * tf / (tf + k1 * (1 -
-    b + b * length / avg))``, with term counts ``tf`` and row ``lengths`` in terms."""
-    tf = np.asarray(tf, np.float64)
-    norm = K1 * ((1 - B) + B * np.asarray(lengths, np.float64) / max(avg, 1e-9))
-    return np.asarray(idf_, np.float64) * tf / (tf + norm)
 
 
 _T = TypeVar("_T")
@@ -132,34 +66,6 @@ class ViewCache:
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
         return value
-
-
-@dataclass(frozen=True)
-class TermStats:
-    """The statistics BM25 weighs a question's terms by, taken over one set of rows:
-    ``idf`` of each term (in the question's order) and ``avg_length``, the mean length in
-    terms of those rows (``None``: unknown, each segment keeps its own)."""
-
-    idf: np.ndarray
-    avg_length: float | None = None
-
-
-def top_rows(scores: np.ndarray, k: int, rows: np.ndarray | None = None
-             ) -> list[tuple[int, float]]:
-    """The best ``k`` rows with a positive score (within ``rows`` when given), best first."""
-    if rows is not None:
-        rows = np.asarray(rows, np.int64)
-        sub = scores[rows]
-    else:
-        sub = scores
-    pos = np.flatnonzero(sub > 0)
-    if k <= 0 or len(pos) == 0:
-        return []
-    if len(pos) > k:
-        pos = pos[np.argpartition(-sub[pos], k - 1)[:k]]
-    pos = pos[np.lexsort((pos if rows is None else rows[pos], -sub[pos]))]
-    found = pos if rows is None else rows[pos]
-    return [(int(r), float(v)) for r, v in zip(found, sub[pos], strict=True)]
 
 
 class LexicalSearch(Protocol):
@@ -212,7 +118,7 @@ class LexicalIndex:
         if texts:
             tokens = tokenize(texts)
             if not any(tokens):  # bm25s cannot build an empty vocabulary ("&", "-- 1 --")
-                tokens[0] = [_NO_TERM]
+                tokens[0] = [NO_TERM]
             lengths = np.asarray([len(t) for t in tokens], np.int32)
             model.index(tokens, show_progress=False)
         return cls(model, len(texts), lengths=lengths)
@@ -439,7 +345,7 @@ class LexicalWriter:
         n = self.n_rows
         vocab = self._vocab
         if n and not vocab:  # bm25s cannot build an empty vocabulary: row 0 gets a term
-            vocab[_NO_TERM] = 0
+            vocab[NO_TERM] = 0
             self._df = np.ones(1, np.int64)
             self._lengths[0] = self._distinct[0] = 1
             self._terms.write(np.zeros(1, np.int32).tobytes())

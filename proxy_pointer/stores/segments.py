@@ -27,7 +27,9 @@ import numpy as np
 
 from ..parse.chunking import Chunk
 from ..parse.tree import Tree, normalize_title
-from .lexical import LexicalIndex, LexicalSearch, TermStats, ViewCache, idf, tokenize
+from .analyzer import tokenize
+from .bm25 import TermStats, idf
+from .lexical import LexicalIndex, LexicalSearch, ViewCache
 from .records import DocumentRecord
 from .vectors import VectorIndex, VectorIndexConfig, VectorSearch
 

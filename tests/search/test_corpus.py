@@ -12,7 +12,7 @@ from proxy_pointer.search.corpus import Corpus, Reader
 from proxy_pointer.search.packing import pack
 from proxy_pointer.search.ranking import group, select
 from proxy_pointer.search.retrieval import Retriever
-from proxy_pointer.stores.lexical import terms
+from proxy_pointer.stores.analyzer import terms
 from proxy_pointer.stores.vectors import VectorIndexConfig
 
 DOCS = {

@@ -18,7 +18,8 @@ import pytest
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import IndexCorruptError
 from proxy_pointer.index import Index
-from proxy_pointer.stores.lexical import LENGTHS, LexicalIndex, LexicalWriter, TermStats, idf
+from proxy_pointer.stores.bm25 import TermStats, idf
+from proxy_pointer.stores.lexical import LENGTHS, LexicalIndex, LexicalWriter
 
 ZOO = ("# Zoo\n\n## Marsupials\n\nA quokka smiles at visitors in the park all day long.\n\n"
        "## Burrows\n\nA wombat digs a burrow under the old fence of the park.\n")

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..lexical import TermStats, bm25, idf
+from ..bm25 import TermStats, bm25, idf
 from ..vectors import VectorIndexConfig
 
 __all__ = ["MilvusLexical", "MilvusRows", "MilvusVectors"]
@@ -78,8 +78,9 @@ class MilvusLexical:
     Milvus weighs terms by statistics over its whole collection: every segment, those of
     generations a writer has staged and not committed included, and every document
     whoever may read it. So the rows it finds are scored again from their terms under the
-    statistics asked for (:class:`~.lexical.TermStats`; by default the segment's own: the
-    document frequencies stored with it and its mean row length), as a local segment is.
+    statistics asked for (:class:`~proxy_pointer.stores.bm25.TermStats`; by default the
+    segment's own: the document frequencies stored with it and its mean row length), as a
+    local segment is.
     While the rows holding any of the question's terms number at most
     :data:`EXACT_ROWS`, all of them are fetched and the result is exact; past that, the
     best ``4 k`` by Milvus's statistics (at least 1,024) are.

@@ -10,7 +10,7 @@ engine embedded in a local file, one process at a time) or a server or cluster
     ``row``; the pointers (``doc_id``, ``node_id``, character offsets, line ranges, the
     node's own and subtree lines), ``title``, ``path``, ``crumbs`` (JSON) and ``norm``
     (normalized breadcrumb, for ``like`` prefilters), ``embed_text``; ``terms``: the
-    chunk's BM25 terms as :func:`proxy_pointer.stores.lexical.terms` writes them, which Milvus's
+    chunk's BM25 terms as :func:`proxy_pointer.stores.analyzer.terms` writes them, which Milvus's
     BM25 function (whitespace analyzer, k1 1.5, b 0.75 like bm25s) turns into ``sparse``;
     ``vector`` (FLOAT_VECTOR, inner product; FLAT index, or the manifest's IVF/HNSW).
 ``NAME_docs``
@@ -65,8 +65,8 @@ from ...errors import (
     IndexMismatchError,
     IndexNotFoundError,
 )
+from ..analyzer import terms as terms_of
 from ..base import SCHEMA_VERSION, Manifest, OpenedIndex
-from ..lexical import terms as terms_of
 from ..segments import DocumentParts, Segment, SegmentSet, plan_write
 from .schema import blob_rows, chunk_row, ensure_blobs, ensure_collections
 from .segment import (
