@@ -68,7 +68,7 @@ LAYERS = [
     # the request rules, and the reader retrieval is written against
     {"search.config", "search.derived", "search.corpus", "search"},
     {"search.sections"},  # the result type, read by everything above
-    {"search.ranking", "search.rerank", "search.routing", "search.expansion",
+    {"search.ranking", "search.rerank", "search.routing", "search.statements",
      "search.refine", "search.coverage"},
     # ranking steps with one signature, run in order by the retriever; which filing answers
     {"search.steps", "search.choice"},

@@ -31,7 +31,6 @@ from ..vocab.understanding import Expansion, understand
 from .choice import WEIGHTS, Weights, choose, evidence
 from .config import MAX_QUESTION_CHARS, RetrievalConfig, check_question
 from .coverage import Coverage, coverage
-from .expansion import boost_statements
 from .packing import fits_whole, pack_request
 from .ranking import (
     Candidate,
@@ -48,6 +47,7 @@ from .ranking import (
 from .refine import RefinedCorpus, Refiner
 from .routing import Route, Shelf
 from .sections import Section
+from .statements import boost_statements
 from .steps import STEPS, Query, Step, run_steps
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import pytest
 from proxy_pointer import Index
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.parse.cards import short_name
-from proxy_pointer.search.expansion import statement_sections
+from proxy_pointer.search.statements import statement_sections
 from proxy_pointer.vocab.filings import FILINGS
 
 DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "financebench-dev" / "docs"
