@@ -34,8 +34,10 @@ _QUARTER_CHARS = 80_000  # "three and six months ended" is in the first statemen
 
 # capitals: the cover, not "our Form 10-K"
 _FORM = re.compile(rf"\bFORM\s+({FILINGS.form_pattern})\b")
-_REPORT_FORMS = (("ANNUAL REPORT PURSUANT", "10-K"), ("QUARTERLY REPORT PURSUANT", "10-Q"),
-                 ("CURRENT REPORT", "8-K"))
+# the forms read otherwise than by their cover: a release by its headline, a paper by its
+# abstract (each a row of the vocabulary)
+_RELEASE = FILINGS.read_by("headline")
+_PAPER = FILINGS.read_by("abstract")
 _VERB = FILINGS.release_verb_pattern
 # a release's headline: "Intel Reports Fourth-Quarter ... Results", "... Announces ... Results"
 _EARNINGS = re.compile(
@@ -174,7 +176,7 @@ def read_card(text: str, title: str = "", headings: Sequence[str] = ()) -> Card:
     names = _names(entity, extra, text)
     summary = _abstract(text) if _ABSTRACT.search(text[:_HEAD_CHARS]) else ""
     if summary and not kind:
-        kind = "paper"
+        kind = _PAPER
     if not summary:
         summary = "; ".join(h for h in headings[:8] if h)[:300]
     return Card(
@@ -214,8 +216,8 @@ def _kind(head: str) -> str:
     if _EARNINGS.search(head[:1500]) and (
             _DATELINE.search(head[:6000]) or _RELEASE_LINE.search(head[:6000])
             or FILINGS.release_header_pattern.search(head[:600])):
-        return "earnings release"
-    for phrase, form in _REPORT_FORMS:
+        return _RELEASE
+    for phrase, form in FILINGS.cover_phrases:
         if phrase in lead:
             return form
     return ""
@@ -238,12 +240,12 @@ def _entity(head: str, kind: str) -> tuple[str, str]:
         name = _clean_name(line)
         if name:
             return name, ticker
-    m = _REGISTRANT_ROW.search(head) if kind and kind != "earnings release" else None
+    m = _REGISTRANT_ROW.search(head) if kind and kind != _RELEASE else None
     if m:
         name = _clean_name(m.group(1))
         if name:
             return name, ticker
-    if kind and kind != "earnings release":
+    if kind and kind != _RELEASE:
         m = _FILE_NUMBER.search(head)
         if m:
             after = [x.strip() for x in head[m.end():].split("\n") if x.strip()][:1]
@@ -252,7 +254,7 @@ def _entity(head: str, kind: str) -> tuple[str, str]:
                 after[0] if after else "")
             if line and _looks_like_name(line):
                 return _clean_name(line), ticker
-    if kind == "earnings release":
+    if kind == _RELEASE:
         m = _DATELINE.search(head[:6000])
         if m:
             name = _clean_name(re.split(r"\s[-–—]\s|\b20\d\d\b", m.group(1))[-1])
@@ -301,7 +303,7 @@ def _word_case(word: str) -> str:
 
 def _period(head: str, text: str, kind: str) -> Period | None:
     m = _ANNUAL.search(head)
-    if kind not in ("10-Q", "8-K", "earnings release") and m:
+    if m and not _dated_within_year(kind):
         end = parse_date(m.group(1))
         return Period(_own_year(end, text), None, end) if end else None
     m = _QUARTERLY.search(head)
@@ -314,7 +316,7 @@ def _period(head: str, text: str, kind: str) -> Period | None:
     m = _EVENT.search(head) or _EVENT_ABOVE.search(head)
     if m and (when := parse_date(m.group(1))) is not None:
         return Period(when.year, None, when)
-    if kind == "earnings release":
+    if kind == _RELEASE:
         m = _EARNINGS_PERIOD.search(head[:3000])
         if m:
             q = int(m.group(2)) if m.group(2) else ("first", "second", "third",
@@ -322,6 +324,13 @@ def _period(head: str, text: str, kind: str) -> Period | None:
             ended = _RELEASE_END.search(head[:3000])
             return Period(int(m.group(3)), q, parse_date(ended.group(1)) if ended else None)
     return None
+
+
+def _dated_within_year(kind: str) -> bool:
+    """Whether a filing of ``kind`` reports less than a fiscal year (a quarter, an event, a
+    release), so its cover's "fiscal year ended" is not its period."""
+    form = FILINGS.form(kind)
+    return form is not None and form.nature in ("quarterly", "current")
 
 
 def _own_year(end: date, text: str) -> int:
@@ -342,7 +351,7 @@ def _own_year(end: date, text: str) -> int:
 def _label(period: Period | None, kind: str) -> str:
     if period is None:
         return ""
-    if kind == "8-K" and period.end is not None:
+    if FILINGS.event_dated(kind) and period.end is not None:
         return period.end.isoformat()
     return period.label
 

@@ -50,6 +50,8 @@ from ..vocab.synonyms import Synonyms
 __all__ = ["Route", "Shelf", "route"]
 
 _ANNUAL = FILINGS.natures("annual")  # 10-K, 10-KT, 20-F, 40-F
+_RELEASE = FILINGS.read_by("headline")  # the earnings release
+_PAPER = FILINGS.read_by("abstract")
 #: Capitalised words of business prose that are never a company's abbreviation here.
 _ACRONYMS = frozenset("CEO CFO COO CTO EPS GAAP EBIT EBITDA FY USD US UK EU ESG AGM SEC IPO "
                       "ROE ROA ROI ROIC FCF CAPEX OPEX LLC LTD INC PLC NYSE NASDAQ YOY QOQ "
@@ -469,7 +471,7 @@ def _score(card: Card, target: Period) -> int:
         return 0
     if card.quarter is None:
         return 5 if card.kind in _ANNUAL or not card.kind else 1
-    if card.kind == "earnings release" and card.quarter == 4:
+    if card.kind == _RELEASE and card.quarter == 4:
         return 4
     return 2
 
@@ -480,8 +482,9 @@ def _date_score(card: Card, when: date) -> int:
     end = date.fromisoformat(card.period_end)
     if end == when:
         return 5
-    span = 370 if card.quarter is None and card.kind != "8-K" else 95
-    return 3 if card.kind != "8-K" and end - timedelta(days=span) < when <= end else 0
+    event = FILINGS.event_dated(card.kind)
+    span = 370 if card.quarter is None and not event else 95
+    return 3 if not event and end - timedelta(days=span) < when <= end else 0
 
 
 def _order(card: Card) -> tuple[int, int, str]:
@@ -497,7 +500,7 @@ def _order_of(target: Period) -> tuple[int, int, str]:
 def _asked_kind(question: str) -> str:
     q = question.lower()
     for kind, words in KIND_WORDS.items():
-        if kind == "paper":
+        if kind == _PAPER:
             continue
         if any(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", q) for w in words
                if w not in ("annual", "quarterly", "earnings")):

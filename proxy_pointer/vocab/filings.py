@@ -30,14 +30,24 @@ _PATH = Path(__file__).with_name("filings.toml")
 @dataclass(frozen=True)
 class Form:
     """A form kind (``"10-K"``, ``"earnings release"``), its ``nature`` (annual, quarterly,
-    current, proxy, registration, other), how questions write it, and the fiscal ``years``
-    one filing of it reports (its own and the comparatives before it)."""
+    current, proxy, registration, other), how questions write it, the fiscal ``years`` one
+    filing of it reports (its own and the comparatives before it), how a document is known
+    to be one (``read_by``: its ``cover`` page, naming "FORM <name>" or one of its
+    ``cover_phrases``; a release's ``headline``; a paper's ``abstract``) and whether its
+    period is the date of the event it reports (``event_dated``: a current report)."""
 
     name: str
     nature: str
     written: tuple[str, ...]
-    cover: bool = True
     years: int = 1
+    read_by: str = "cover"
+    cover_phrases: tuple[str, ...] = ()
+    event_dated: bool = False
+
+    @property
+    def cover(self) -> bool:
+        """Whether a cover page names it as "FORM <name>"."""
+        return self.read_by == "cover"
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,31 @@ class Vocabulary:
 
     def item(self, key: str) -> LineItem:
         return next(i for i in self.items if i.key == key)
+
+    def form(self, name: str) -> Form | None:
+        """The form named ``name`` (a card's kind); ``None`` for "" or a name not in the
+        file."""
+        return self._forms.get(name)
+
+    @cached_property
+    def _forms(self) -> dict[str, Form]:
+        return {f.name: f for f in self.forms}
+
+    def read_by(self, means: str) -> str:
+        """The form a document is known as by ``means`` other than its cover ("headline":
+        the earnings release; "abstract": the paper)."""
+        return next(f.name for f in self.forms if f.read_by == means)
+
+    def event_dated(self, kind: str) -> bool:
+        """Whether a filing of ``kind`` is dated by its event (an 8-K, a 6-K)."""
+        f = self.form(kind)
+        return f is not None and f.event_dated
+
+    @cached_property
+    def cover_phrases(self) -> tuple[tuple[str, str], ...]:
+        """``(phrase, form)`` of each phrase a cover names its form by without "FORM <name>"
+        ("ANNUAL REPORT PURSUANT" -> 10-K), in the file's order."""
+        return tuple((p, f.name) for f in self.forms for p in f.cover_phrases)
 
     def natures(self, nature: str) -> tuple[str, ...]:
         """The names of the forms of one nature: ``natures("annual")`` -> 10-K, 10-KT, ..."""
@@ -354,8 +389,9 @@ def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
             if k not in ("layout", "text"))) for r in data.get("card_example", ())),
         form_cues=tuple(FormCue(_tup(r, "forms"), _tup(r, "written"), _tup(r, "matches"),
                                 _tup(r, "misses")) for r in data.get("form_cue", ())),
-        forms=tuple(Form(r["name"], r["nature"], _tup(r, "written"), bool(r.get("cover", True)),
-                         int(r.get("years", 1)))
+        forms=tuple(Form(r["name"], r["nature"], _tup(r, "written"), int(r.get("years", 1)),
+                         str(r.get("read_by", "cover")), _tup(r, "cover_phrases"),
+                         bool(r.get("event_dated", False)))
                     for r in data.get("form", ())),
         statements=tuple(Statement(r["key"], r["kind"], r["label"],
                                    tuple(t for p in r["titles"] for t in expand_choices(p)),

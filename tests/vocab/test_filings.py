@@ -211,3 +211,32 @@ def test_the_card_rules_read_words_from_the_vocabulary() -> None:
     assert "California" in vocab.jurisdictions
     assert vocab.release_header_pattern.match("# News Release")
     assert not vocab.release_header_pattern.match("Newsletter Release")
+
+
+def test_no_form_name_is_written_in_code() -> None:
+    """Forms live in the vocabulary: no string in the package's code (docstrings aside) is
+    a form's name, so what a form is and how it is read can only differ by its row."""
+    import ast
+
+    package = Path(__file__).resolve().parents[2] / "proxy_pointer"
+    names = {f.name for f in FILINGS.forms}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef
+                              | ast.AsyncFunctionDef)
+                and n.body and isinstance(n.body[0], ast.Expr)
+                and isinstance(n.body[0].value, ast.Constant)}
+        found += [f"{path.name}:{n.lineno} {n.value!r}" for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and n.value in names and id(n) not in docs]
+    assert found == []
+
+
+def test_forms_say_how_they_are_read_and_dated() -> None:
+    assert FILINGS.read_by("headline") == "earnings release"
+    assert FILINGS.read_by("abstract") == "paper"
+    assert FILINGS.event_dated("8-K") and FILINGS.event_dated("6-K")
+    assert not FILINGS.event_dated("10-Q") and not FILINGS.event_dated("")
+    assert ("ANNUAL REPORT PURSUANT", "10-K") in FILINGS.cover_phrases
+    assert "earnings release" not in FILINGS.form_pattern.split("|")
