@@ -46,7 +46,6 @@ from typing import Any
 
 from ..convert.base import page_label, page_span
 from ..errors import ConfigError, DocumentError, IndexCorruptError
-from ..vocab.keys import heading_key
 from .headings import Heading, find_headings
 
 __all__ = [
@@ -58,16 +57,12 @@ __all__ = [
     "TreeConfig",
     "build_tree",
     "format_tree",
-    "normalize_title",
     "split_lines",
     "wrap_long_lines",
 ]
 
 PREAMBLE_ID = "preamble"
 
-
-#: A heading title as filters compare it (:func:`~proxy_pointer.vocab.keys.heading_key`).
-normalize_title = heading_key
 
 #: ``format`` value of :meth:`Tree.to_dict` output; bumped when the layout changes.
 TREE_FORMAT = "proxy-pointer-tree/1"

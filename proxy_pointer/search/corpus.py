@@ -283,8 +283,9 @@ class Reader:
         return self.segments.crumbs(np.asarray(rows, np.int64))
 
     def rows_mentioning(self, needle: str) -> np.ndarray:
-        """Rows whose normalized breadcrumb (:func:`~.tree.normalize_title` per title)
-        contains ``needle``: a prefilter for heading filters, read without a Python scan."""
+        """Rows whose normalized breadcrumb (:func:`~proxy_pointer.vocab.keys.heading_key` per
+        title) contains ``needle``: a prefilter for heading filters, read without a Python
+        scan."""
         return self.segments.rows_mentioning(needle)
 
     def rows_for(self, doc_ids: Iterable[str]) -> np.ndarray:

@@ -23,9 +23,9 @@ import numpy as np
 
 from ..access import public_metadata
 from ..parse.periods import asked_periods
-from ..parse.tree import normalize_title
 from ..refs import Ref
 from ..vocab.filings import FILINGS
+from ..vocab.keys import heading_key
 from ..vocab.synonyms import Synonyms
 from ..vocab.understanding import Expansion, understand
 from .choice import WEIGHTS, Weights, choose, evidence
@@ -251,7 +251,7 @@ class Retriever:
             wanted = idx.rows_for(cfg.doc_ids)
             rows = wanted if rows is None else np.intersect1d(rows, wanted)
         if cfg.path_prefix:
-            want = tuple(normalize_title(t) for t in cfg.path_prefix)
+            want = tuple(heading_key(t) for t in cfg.path_prefix)
             cache = idx.derived.prefixes
             if want not in cache:
                 # The store finds the rows that mention the first title; only those are
@@ -260,7 +260,7 @@ class Retriever:
                 crumbs = idx.crumbs(cand)
                 cache[want] = np.asarray(
                     [r for r, p in zip(cand.tolist(), crumbs, strict=True)
-                     if _has_prefix([normalize_title(t) for t in p], want)], np.int64)
+                     if _has_prefix([heading_key(t) for t in p], want)], np.int64)
             found = cache[want]
             rows = found if rows is None else np.intersect1d(rows, found)
         return rows

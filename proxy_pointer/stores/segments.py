@@ -26,7 +26,8 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from ..parse.chunking import Chunk
-from ..parse.tree import Tree, normalize_title
+from ..parse.tree import Tree
+from ..vocab.keys import heading_key
 from .analyzer import tokenize
 from .bm25 import TermStats, idf
 from .lexical import LexicalIndex, LexicalSearch, ViewCache
@@ -233,7 +234,7 @@ class MemorySegment:
 
     def rows_mentioning(self, needle: str) -> np.ndarray:
         if self._norm is None:
-            self._norm = ["\x1f".join(normalize_title(t) for t in c) for c in self._crumbs]
+            self._norm = ["\x1f".join(heading_key(t) for t in c) for c in self._crumbs]
         return np.asarray([i for i, s in enumerate(self._norm) if needle in s], np.int64)
 
     def parts(self, doc_id: str) -> DocumentParts:

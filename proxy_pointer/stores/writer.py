@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import IndexCorruptError
-from ..parse.tree import normalize_title
+from ..vocab.keys import heading_key
 from .lexical import LexicalIndex, LexicalWriter
 from .segments import DocumentParts, chunk_crumbs
 from .vectors import VectorIndexConfig, build_approximate
@@ -148,7 +148,7 @@ class SegmentWriter:
             rows.append((row0 + i, c.doc_id, c.node_id, c.title, json.dumps(c.path),
                          c.start_char, c.end_char, c.start_line, c.end_line, c.own_start,
                          c.own_end, c.section_start, c.section_end, json.dumps(crumbs),
-                         "\x1f".join(normalize_title(t) for t in crumbs), c.embed_text))
+                         "\x1f".join(heading_key(t) for t in crumbs), c.embed_text))
         self._con.executemany(f"INSERT INTO chunks VALUES ({','.join('?' * 16)})", rows)
         if len(parts.chunks):
             os.pwrite(self._vectors, vectors.tobytes(),

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import ConfigError, IndexMismatchError
 from ...parse.chunking import Chunk
-from ...parse.tree import normalize_title
+from ...vocab.keys import heading_key
 from ..segments import chunk_crumbs
 from ..vectors import VectorIndexConfig
 from .segment import MilvusConnection, row_key
@@ -152,7 +152,7 @@ def chunk_row(segment: str, number: int, row: int, ch: Chunk, doc_title: str, ve
         "end_char": ch.end_char, "start_line": ch.start_line, "end_line": ch.end_line,
         "own_start": ch.own_start, "own_end": ch.own_end, "section_start": ch.section_start,
         "section_end": ch.section_end, "crumbs": _fit(json.dumps(list(crumbs)), "breadcrumb", d),
-        "norm": _fit("\x1f".join(normalize_title(t) for t in crumbs), "breadcrumb", d),
+        "norm": _fit("\x1f".join(heading_key(t) for t in crumbs), "breadcrumb", d),
         "embed_text": _fit(ch.embed_text, "embedded text", d),
         "terms": _truncate(" ".join(toks)), "vector": [float(x) for x in vec],
     }
