@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache-dir", default=str(CACHE))
     p.add_argument("--out-dir", default=str(RESULTS))
     args = p.parse_args(argv)
-    from .run_benchmark import make_embedder
+    from .common import make_embedder
 
     out = Path(args.out_dir)
     results = {}

@@ -35,13 +35,12 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from .common import CACHE, RESULTS, WORK, environment, write_report
+from .common import CACHE, RESULTS, WORK, environment, make_embedder, write_report
 from .harness.dataset import load_dataset
 from .harness.methods import METHODS
 from .harness.methods import proxy as proxy_methods
 from .harness.methods.proxy import ProxyPointerMethod
 from .harness.runner import run_benchmark
-from .run_benchmark import make_embedder
 
 BUDGETS = [500, 1000, 2000]
 # name -> (module constants of proxy_pointer.search.packing, retrieval options, chunking)

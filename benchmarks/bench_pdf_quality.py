@@ -174,7 +174,7 @@ def totals(table: dict[str, dict[str, dict[str, Any]]], budgets: list[int],
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from .run_benchmark import make_embedder
+    from .common import make_embedder
 
     budgets = sorted(set(args.budgets))
     embedder = make_embedder(args.embedder, args.cache_dir)

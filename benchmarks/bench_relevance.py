@@ -53,13 +53,21 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from proxy_pointer import defaults
 
-from .common import CACHE, DATA, RESULTS, environment, percentiles, pyplot, write_report
+from .common import (
+    CACHE,
+    DATA,
+    RESULTS,
+    environment,
+    make_embedder,
+    percentiles,
+    pyplot,
+    write_report,
+)
 from .harness.context import Context, Piece, pack
 from .harness.dataset import Dataset, Question, load_dataset
 from .harness.methods import CountingEmbedder
 from .harness.methods.proxy import ProxyPointerMethod
 from .harness.metrics import score_context
-from .run_benchmark import make_embedder
 
 #: The cutoffs applied to every run's sections (kept: ``relevance >= cutoff``).
 CUTOFFS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)

@@ -27,10 +27,9 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from .common import CACHE, DATA, RESULTS, WORK, write_report
+from .common import CACHE, DATA, RESULTS, WORK, make_embedder, write_report
 from .harness.dataset import load_dataset
 from .harness.runner import run_benchmark
-from .run_benchmark import make_embedder
 
 _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 BUDGETS = [500, 1000, 2000]

@@ -50,7 +50,7 @@ def load_index(shelves: list[str], index_dir: str | None, cache: str):
     time), and each document's shelf."""
     from proxy_pointer import Index
 
-    from .run_benchmark import make_embedder
+    from .common import make_embedder
 
     paths = {p: s for s in shelves for p in sorted((DATA / s / "docs").glob("*.pdf"))}
     embedder = make_embedder("minilm", cache)

@@ -360,11 +360,11 @@ def load_harness(code: Path) -> dict[str, Any]:
     where = Path(proxy_pointer.__file__).resolve()
     if code not in where.parents:
         raise SystemExit(f"proxy_pointer imported from {where}, not from {code}")
+    from .common import make_embedder
     from .harness.dataset import load_dataset
     from .harness.methods import proxy as proxy_adapter
     from .harness.methods import windows as windows_adapter
     from .harness.runner import run_benchmark
-    from .run_benchmark import make_embedder
 
     return {"load_dataset": load_dataset, "run_benchmark": run_benchmark,
             "make_embedder": make_embedder, "proxy_adapter": proxy_adapter,

@@ -11,6 +11,8 @@ percentiles and child processes (one module, like bm25s's ``utils/benchmark.py``
   tree is measured by :class:`TreePeak` (see there), which :func:`run_child` uses.
 * **Percentiles.** :func:`percentile` / :func:`percentiles` (numpy's linear interpolation,
   optionally scaled, e.g. seconds to milliseconds, and rounded).
+* **Embedders.** :func:`make_embedder` is a spec's embedder behind the shared embedding
+  cache (``proxy_pointer`` imported when called).
 * **Children.** :func:`run_child` runs a command and returns its output, exit status, wall
   seconds and the peak memory of its process tree; :func:`bench_command` is the command line
   of another benchmark module (``python -m benchmarks.<name>``).
@@ -49,6 +51,7 @@ __all__ = [
     "cpus",
     "environment",
     "git_state",
+    "make_embedder",
     "package_versions",
     "peak_rss_mib",
     "percentile",
@@ -341,6 +344,16 @@ class Child:
         if not lines:
             raise ValueError(f"{' '.join(self.args)}: printed no result line")
         return json.loads(lines[-1])
+
+
+def make_embedder(spec: str, cache_dir: str | Path | None) -> Any:
+    """The embedder ``spec`` names (:func:`proxy_pointer.embeddings.make_embedder`), behind
+    the embedding cache at ``cache_dir`` when given."""
+    from proxy_pointer.embeddings import CachedEmbedder
+    from proxy_pointer.embeddings import make_embedder as make
+
+    inner = make(spec)
+    return CachedEmbedder(inner, cache_dir) if cache_dir else inner
 
 
 def bench_command(module: str, *args: str | Path) -> list[str]:

@@ -26,7 +26,7 @@ import sys
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from .common import CACHE, RESULTS, ROOT
+from .common import CACHE, RESULTS, ROOT, make_embedder
 from .harness.dataset import load_dataset
 from .harness.methods import DEFAULT_METHODS, METHODS, SCOPES
 from .harness.report import markdown_report, write_report
@@ -73,14 +73,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if any(b <= 0 for b in args.budgets):
         p.error("budgets must be positive")
     return args
-
-
-def make_embedder(spec: str, cache_dir: str | None):
-    from proxy_pointer.embeddings import CachedEmbedder
-    from proxy_pointer.embeddings import make_embedder as make
-
-    inner = make(spec)
-    return CachedEmbedder(inner, cache_dir) if cache_dir else inner
 
 
 def main(argv: list[str] | None = None) -> int:
