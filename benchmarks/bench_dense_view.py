@@ -33,7 +33,7 @@ def _amount(token: str) -> bool:
 def dense_view(text: str) -> str:
     """``text`` with the figures of its table rows removed (its first line, the breadcrumb,
     kept)."""
-    from proxy_pointer.parse.rows import is_table_row
+    from proxy_pointer.text.rows import is_table_row
 
     head, sep, body = text.partition("\n")
     out = []

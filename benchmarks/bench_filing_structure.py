@@ -88,9 +88,9 @@ def _key(text: str) -> str:
 
 def measure(path: Path) -> dict[str, Any]:
     """One filing's structure (module docstring)."""
-    from proxy_pointer.convert import page_of
     from proxy_pointer.convert.pdf import PdfConverter
     from proxy_pointer.parse.tree import build_tree
+    from proxy_pointer.text.pages import page_of
 
     t0 = time.perf_counter()
     conv = PdfConverter().convert(path.read_bytes(), path.name)

@@ -29,7 +29,7 @@ from pathlib import Path
 from proxy_pointer.documents import CONVERTED_SUFFIXES
 from proxy_pointer.ingest.parsing import ReadDocument, bytes_digest, text_digest
 from proxy_pointer.parse.chunking import ChunkConfig
-from proxy_pointer.parse.rows import is_table_row
+from proxy_pointer.text.rows import is_table_row
 from proxy_pointer.tokens import WORD_PIECES
 
 _AMOUNT = re.compile(r"\d")

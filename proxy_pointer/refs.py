@@ -36,10 +36,10 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .convert.base import page_span
 from .documents import resolve_doc_id
 from .errors import ConfigError, NotFoundError
 from .parse.tree import Tree
+from .text.pages import page_span
 
 __all__ = ["FORMS", "Location", "Ref", "SectionText", "open_ref", "resolve"]
 

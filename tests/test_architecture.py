@@ -49,7 +49,7 @@ LAYERS = [
      "convert.base", "convert.numbering", "convert.markdown",
      "convert.pdf.lines", "convert.pdf.tables", "parse.periods", "parse.cards",
      "vocab.phrases", "vocab.filings", "vocab.synonyms", "vocab.understanding", "vocab",
-     "vocab.keys", "parse.rows", "parse.splitting"},
+     "vocab.keys", "text.rows", "text.pages", "text", "parse.splitting"},
     {"convert.pdf.layout", "convert.pdf.contents", "convert.pdf.filing"},
     {"convert.pdf.converter", "convert.pdf", "convert.html", "convert.docx", "convert",
      "documents", "parse.tree", "parse.headings", "refs", "parse"},

@@ -12,7 +12,6 @@ import pytest
 
 from proxy_pointer.cli import main
 from proxy_pointer.convert import convert_file, converter_for, converter_id
-from proxy_pointer.convert.base import page_of, page_span
 from proxy_pointer.documents import CONVERTED_SUFFIXES
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.errors import NotFoundError
@@ -20,6 +19,7 @@ from proxy_pointer.index import Index, update_directory
 from proxy_pointer.llm import ScriptedLLM
 from proxy_pointer.parse.tree import build_tree
 from proxy_pointer.serve.service import Service
+from proxy_pointer.text.pages import page_of, page_span
 
 fpdf = pytest.importorskip("fpdf")
 

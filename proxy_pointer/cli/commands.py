@@ -161,7 +161,7 @@ def _read_source(path: str, encoding: str) -> tuple[str, tuple[int, ...]]:
 
 def _cmd_convert(args: argparse.Namespace) -> int:
     from ..convert import converter_for
-    from ..convert.base import with_page_markers
+    from ..text.pages import with_page_markers
 
     if converter_for(args.file) is None:
         raise DocumentError(args.file, "is not a PDF, HTML or Word (.docx) file; Markdown and "

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 
 from ..documents import CONVERTED_FORMATS, read_bytes
-from .base import ConversionError, Converted, Converter, page_label, page_of, page_span
+from .base import ConversionError, Converted, Converter
 
 __all__ = [
     "CONVERTERS",
@@ -25,9 +25,6 @@ __all__ = [
     "converter_for",
     "converter_id",
     "count_pages",
-    "page_label",
-    "page_of",
-    "page_span",
 ]
 
 #: File ending -> ``module:Class`` of its converter; declared per converter in

@@ -3,19 +3,17 @@
 A converter turns one file's bytes (PDF, HTML, Word) into Markdown, the one format the rest
 of the library reads. The Markdown is what the index stores as the document's source, so
 every line number points into it; for paged formats :attr:`Converted.page_starts` maps those
-lines back to the pages they came from.
+lines back to the pages they came from (:mod:`proxy_pointer.text.pages` reads it).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from ..errors import DocumentError
 
-__all__ = ["MAX_INPUT_BYTES", "ConversionError", "Converted", "Converter", "page_fields",
-           "page_label", "page_of", "page_span", "with_page_markers"]
+__all__ = ["MAX_INPUT_BYTES", "ConversionError", "Converted", "Converter"]
 
 #: The most bytes a file may hold, and a compressed file (a .docx) may unpack to: a larger
 #: one is skipped with a warning naming it (``ingest.MAX_FILE_BYTES`` is this bound).
@@ -66,50 +64,3 @@ class Converter(Protocol):
     suffixes: tuple[str, ...]
 
     def convert(self, data: bytes, name: str) -> Converted: ...
-
-
-def page_of(page_starts: tuple[int, ...], line: int) -> int | None:
-    """The 1-based page of 1-based ``line`` (``None`` without a page map)."""
-    if not page_starts:
-        return None
-    return max(1, bisect_right(page_starts, line))
-
-
-def page_span(page_starts: tuple[int, ...], first: int, last: int
-              ) -> tuple[int, int] | None:
-    """``(first page, last page)`` that 1-based lines ``first..last`` came from."""
-    if not page_starts:
-        return None
-    a, b = page_of(page_starts, first), page_of(page_starts, max(first, last))
-    assert a is not None and b is not None
-    return a, b
-
-
-def page_fields(page_starts: tuple[int, ...], first: int, last: int, end: int | None = None
-                ) -> dict[str, Any]:
-    """A section's ``pages`` (of 1-based lines ``first..last``) and ``page_breaks`` (page
-    starts after ``first`` up to the section's ``end``); none without a page map."""
-    span = page_span(page_starts, first, last)
-    if span is None:
-        return {}
-    end = last if end is None else end
-    return {"pages": span, "page_breaks": tuple(b for b in page_starts if first < b <= end)}
-
-
-def page_label(span: tuple[int, int]) -> str:
-    """A page span as people write it: ``"p. 37"``, ``"p. 37-38"``."""
-    a, b = span
-    return f"p. {a}" if a == b else f"p. {a}-{b}"
-
-
-def with_page_markers(markdown: str, page_starts: tuple[int, ...]) -> str:
-    """``markdown`` with a ``<!-- page N -->`` line before the line each page starts on
-    (several where pages hold no text), as ``proxy-pointer convert`` prints it."""
-    marks: dict[int, list[int]] = {}
-    for page, start in enumerate(page_starts, 1):
-        marks.setdefault(start, []).append(page)
-    out: list[str] = []
-    for n, text in enumerate(markdown.splitlines(keepends=True), 1):
-        out.extend(f"<!-- page {p} -->\n" for p in marks.get(n, ()))
-        out.append(text)
-    return "".join(out)

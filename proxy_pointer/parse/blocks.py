@@ -21,9 +21,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..text.rows import NUMBER, is_table_row
 from ..tokens import WORD_PIECES, DocumentTokens, Sizer, SpanCounter, WordPieceCounter
 from ..vocab.filings import FILINGS
-from .rows import NUMBER, is_table_row
 from .splitting import hard_windows, split_offsets
 
 __all__ = ["Piece", "SplitContext", "embed_view", "split_bodies", "table_layout"]

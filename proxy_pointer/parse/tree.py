@@ -44,8 +44,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..convert.base import page_label, page_span
 from ..errors import ConfigError, DocumentError, IndexCorruptError
+from ..text.pages import page_label, page_span
 from .headings import Heading, find_headings
 
 __all__ = [

@@ -55,12 +55,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..convert.base import page_fields
 from ..errors import ConfigError
 from ..parse.blocks import table_layout
 from ..parse.segmentation import paragraphs
 from ..stores.analyzer import terms as line_terms_of
 from ..stores.bm25 import line_match
+from ..text.pages import page_fields
 from ..tokens import count_tokens, truncate_to_tokens
 from .config import RetrievalConfig, Tuning
 from .ranking import Candidate, Selected

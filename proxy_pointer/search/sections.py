@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..convert.base import page_label
 from ..refs import Location, Ref
+from ..text.pages import page_label
 
 __all__ = ["Section"]
 

@@ -28,12 +28,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..convert.base import page_label
 from ..documents import CITED_DOC_ID
 from ..errors import ConfigError
 from ..llm.base import LLM
 from ..parse.tree import split_lines
 from ..refs import Ref
+from ..text.pages import page_label
 from .config import check_question
 from .sections import Section
 

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..access import ANONYMOUS, Access, public_metadata
-from ..convert import page_span
 from ..documents import check_sent_doc_id, discover, resolve_doc_id
 from ..errors import ConfigError, NotFoundError, ProxyPointerError
 from ..index import Index
@@ -43,6 +42,7 @@ from ..search.config import (
 )
 from ..search.retrieval import Retrieval
 from ..stores import Store, open_store
+from ..text.pages import page_span
 from ..vocab.synonyms import Synonyms
 
 if TYPE_CHECKING:

@@ -8,8 +8,9 @@ import re
 import pytest
 from fpdf import FPDF
 
-from proxy_pointer.convert import ConversionError, convert_bytes, page_of
+from proxy_pointer.convert import ConversionError, convert_bytes
 from proxy_pointer.convert.pdf import PdfConverter
+from proxy_pointer.text.pages import page_of
 
 HEADER = "Example Corp Annual Report 2022"
 

@@ -9,10 +9,10 @@ from fpdf import FPDF
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy_pointer.convert import page_of
 from proxy_pointer.convert.pdf import PdfConverter
 from proxy_pointer.convert.pdf.contents import read_entries, set_depths
 from proxy_pointer.convert.pdf.lines import Line
+from proxy_pointer.text.pages import page_of
 from proxy_pointer.vocab.keys import title_key
 
 FRONT = 2  # cover and contents carry no page number; the body is printed 1, 2, ...

@@ -30,7 +30,7 @@ import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
 
 from ...documents import CONVERTED_FORMATS
-from ...parse.rows import is_table_row
+from ...text.rows import is_table_row
 from ...vocab.keys import alnum
 from ..base import ConversionError, Converted
 from .contents import Placement, place_contents, place_statements

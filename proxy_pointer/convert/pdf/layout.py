@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import pairwise
 
-from ...parse.rows import CELL, is_table_row, numbers
+from ...text.rows import CELL, is_table_row, numbers
 from ..numbering import TOP_RANK, numbering_rank
 from .lines import BULLET, TOC_TITLE, Line, holds_table, is_toc_line
 

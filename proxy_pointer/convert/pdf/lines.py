@@ -37,7 +37,7 @@ from pathlib import Path
 import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
 
-from ...parse.rows import is_table_row
+from ...text.rows import is_table_row
 
 __all__ = ["BULLET", "TABLE_PAGE_ROWS", "TOC_TITLE", "Line", "Reader", "drop_running_lines",
            "holds_table", "is_toc_line", "is_toc_page", "repair_ligatures"]

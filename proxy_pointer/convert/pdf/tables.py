@@ -1,7 +1,7 @@
 """Grouping a PDF page's blocks into tables: one block per table, its column header on top.
 
 The PDF converter writes a page as blocks: headings, paragraphs and runs of table rows (one
-row per line, :func:`~proxy_pointer.parse.rows.is_table_row`). A financial statement comes
+row per line, :func:`~proxy_pointer.text.rows.is_table_row`). A financial statement comes
 out in pieces that way: its label lines without numbers ("Current assets", "Cash flows from
 investing activities") are paragraphs that cut the rows apart, and the lines above the first
 row that say what the columns are ("Years ended December 31", "(Millions)", "2022 2021") are
