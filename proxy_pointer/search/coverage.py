@@ -21,7 +21,7 @@ from typing import Any
 from ..parse.cards import Card
 from ..vocab.filings import FILINGS
 
-__all__ = ["Coverage", "coverage", "years_held"]
+__all__ = ["Coverage", "coverage", "printed_years", "years_held"]
 
 _YEAR = re.compile(r"(?<![\d$.,])((?:19|20)\d\d)(?![\d,.]?\d|\s?%)")
 
@@ -76,7 +76,8 @@ def years_held(card: Card) -> tuple[int, ...]:
     """The fiscal years a filing reports: its own and its form's comparatives."""
     if card.fiscal_year is None:
         return ()
-    n = next((f.years for f in FILINGS.forms if f.name == card.kind), 1)
+    form = FILINGS.form(card.kind)
+    n = form.years if form is not None else 1
     return tuple(range(card.fiscal_year - n + 1, card.fiscal_year + 1))
 
 
@@ -101,11 +102,11 @@ def coverage(span: Sequence[int], texts: Iterable[str], documents: Sequence[str]
     found = printed_years(texts) & set(span)
     missing = set(span) - found
     elsewhere: list[tuple[str, tuple[int, ...]]] = []
-    held = {d: set(years_held(c)) & missing for d, c in family.items() if d not in documents}
+    reports = {d: years_held(c) for d, c in family.items() if d not in documents}
+    held = {d: set(years) & missing for d, years in reports.items()}
     while missing:
         # the filing reporting most of what is missing; then the longer form, the latest
-        best = max(sorted(held), key=lambda d: (len(held[d] & missing),
-                                                 len(years_held(family[d])),
+        best = max(sorted(held), key=lambda d: (len(held[d] & missing), len(reports[d]),
                                                  family[d].fiscal_year or 0), default=None)
         if best is None or not held[best] & missing:
             break

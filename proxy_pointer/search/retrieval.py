@@ -143,7 +143,8 @@ class Retriever:
                 rows, routed = allowed, Route()
         timings["route"] = time.perf_counter() - t
         question = question[:MAX_QUESTION_CHARS]
-        corpus, q, expansion = self._prepared(question, cfg, timings)
+        span = asked_periods(question).span  # the years it spans, read once
+        corpus, q, expansion = self._prepared(question, cfg, timings, bool(span))
         if (routed.candidates or routed.open) and self.choice is not None:
             t = time.perf_counter()
             search = _Search(self, corpus, question, expansion, q, cfg, timings)
@@ -171,7 +172,7 @@ class Retriever:
         used = sum(s.tokens for s in sections)
         return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates),
                          tuple(omitted), timings, routed, expansion,
-                         _covered(question, sections, shelf))
+                         _covered(span, sections, shelf))
 
     # --- search ---------------------------------------------------------------------
     def _narrowed(self, documents: Iterable[str], others: np.ndarray,
@@ -181,14 +182,14 @@ class Retriever:
         wanted = np.union1d(self.corpus.rows_for(sorted(documents)), others)
         return wanted if allowed is None else np.intersect1d(allowed, wanted)
 
-    def _prepared(self, question: str, cfg: RetrievalConfig, timings: dict[str, float]
-                  ) -> tuple[Corpus, np.ndarray, Expansion]:
+    def _prepared(self, question: str, cfg: RetrievalConfig, timings: dict[str, float],
+                  spans: bool) -> tuple[Corpus, np.ndarray, Expansion]:
         """The corpus this request reads (the index's, or its refined view: :mod:`.refine`),
         the query vector and the question's expansion (synonyms, then the filing
-        vocabulary's concepts)."""
+        vocabulary's concepts; the line items of a question that ``spans`` periods)."""
         synonyms = cfg.tuning.synonyms if isinstance(cfg.tuning.synonyms, Synonyms) else None
         expansion = understand(question, vocabulary=FILINGS if cfg.tuning.vocabulary else None,
-                               synonyms=synonyms, spans=bool(asked_periods(question).span))
+                               synonyms=synonyms, spans=spans)
         corpus, q = self._embedded(expansion.embedded(question), cfg, timings)
         return corpus, q, expansion
 
@@ -332,10 +333,9 @@ class Retriever:
 
 
 # --- helpers ----------------------------------------------------------------------------
-def _covered(question: str, sections: Sequence[Section], shelf: Shelf) -> Coverage:
-    """Which years of a question spanning periods the ``sections`` hold, and the filings
+def _covered(span: Sequence[int], sections: Sequence[Section], shelf: Shelf) -> Coverage:
+    """Which of the years a question spans (``span``) the ``sections`` hold, and the filings
     of the first section's company on ``shelf`` that report the rest."""
-    span = asked_periods(question).span
     if not span:
         return Coverage()
     documents = list(dict.fromkeys(s.doc_id for s in sections))
