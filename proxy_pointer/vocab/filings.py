@@ -21,8 +21,8 @@ from typing import Any
 from ..errors import ConfigError
 from .phrases import PhraseSet, expand_choices, words
 
-__all__ = ["FILINGS", "CardExample", "Concept", "Form", "FormCue", "LineItem", "Statement",
-           "Vocabulary", "read_vocabulary"]
+__all__ = ["FILINGS", "READ_BY", "CardExample", "Concept", "Form", "FormCue", "LineItem",
+           "Statement", "Vocabulary", "read_vocabulary"]
 
 _PATH = Path(__file__).with_name("filings.toml")
 
@@ -411,7 +411,15 @@ def _tup(row: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(str(x) for x in row.get(key, ()))
 
 
+#: How a document may be known to be of a form (:attr:`Form.read_by`).
+READ_BY = ("cover", "headline", "abstract")
+
+
 def _check(vocab: Vocabulary, path: Path) -> None:
+    for f in vocab.forms:
+        if f.read_by not in READ_BY:
+            raise ConfigError(f"{path}: form {f.name!r} is read by {f.read_by!r}; "
+                              f"choose one of {', '.join(READ_BY)}")
     statements = {s.key for s in vocab.statements}
     items = {i.key for i in vocab.items}
     for i in vocab.items:

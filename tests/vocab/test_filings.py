@@ -142,6 +142,9 @@ def test_a_broken_vocabulary_file_names_itself_and_the_row(tmp_path: Path) -> No
     bad.write_text("[[concept]\n")
     with pytest.raises(ConfigError, match="cannot read the vocabulary"):
         read_vocabulary(bad)
+    bad.write_text('[[form]]\nname = "X-1"\nnature = "other"\nread_by = "smell"\n')
+    with pytest.raises(ConfigError, match=re.escape(f"{bad}: form 'X-1' is read by 'smell'")):
+        read_vocabulary(bad)
 
 
 def test_understanding_a_question_is_linear_in_its_length() -> None:
