@@ -74,9 +74,12 @@ _RUN_IN_ENDS = ".:\u2013\u2014"  # what ends a run-in title: "Business." "Busine
 _CAPTION_LINES = 8  # a statement's title is among the first lines of its page
 # the filer's name before a statement's title on one line, as a running head prints it:
 # "Acme Widgets, Inc. - Consolidated Balance Sheets", "ACME INC. AND SUBSIDIARIES
-# CONSOLIDATED BALANCE SHEETS"; read within the line's first _FILER_CHARS characters
-_FILER_END = re.compile(r"\b(?:inc|incorporated|corp|corporation|company|co|ltd|limited|plc|"
-                        r"llc|lp|n\.v|s\.a|ag|se|group|holdings|subsidiaries)\b\.?\s*"
+# CONSOLIDATED BALANCE SHEETS": it ends in one of the vocabulary's legal suffixes (a short
+# one with or without dots: "NV", "N.V.") or "subsidiaries"; "and" and "&" join a name, they
+# never end one. Read within the line's first _FILER_CHARS characters.
+_SUFFIX_WORDS = [r"\.?".join(map(re.escape, w)) if len(w) <= 2 else re.escape(w)
+                 for w in FILINGS.legal_suffixes if w.isalpha() and w != "and"]
+_FILER_END = re.compile(rf"\b(?:{'|'.join([*_SUFFIX_WORDS, 'subsidiaries'])})\b\.?\s*"
                         r"(?:[-–—|:]\s*)?", re.IGNORECASE)
 _FILER_CHARS = 100
 # a title broken after "of" or "and": "Consolidated Statements of" / "Cash Flows"
