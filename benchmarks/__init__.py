@@ -2,8 +2,15 @@
 
     python -m benchmarks.run_benchmark --dataset data/sample --embedder hash --no-memory
 
-:mod:`benchmarks.harness` is the retrieval benchmark's harness (datasets, methods, packing,
-metrics, report); :mod:`benchmarks.common` holds what every script shares (report writer,
-environment stamp, peak memory, percentiles, child processes). ``pageindex_runner.py`` is
-the exception: a standalone script run by file path inside PageIndex's own virtualenv.
+* :mod:`benchmarks.quality`, :mod:`benchmarks.speed`, :mod:`benchmarks.robustness`: the
+  scripts, by what they measure; no script imports another.
+* :mod:`benchmarks.harness`: what the scripts share beyond paths and reports: the
+  retrieval benchmark (datasets, methods, packing, metrics, report; its command line is
+  ``run_benchmark``), latency passes, crash machinery, fuzz targets and hostile inputs.
+  ``harness/pageindex_runner.py`` and ``harness/ingest_profile.py`` also run as standalone
+  scripts by file path (inside PageIndex's virtualenv; against another checkout).
+* :mod:`benchmarks.common`: paths, report writer, environment stamp, peak memory,
+  percentiles, child processes.
+* ``results/<benchmark>/``: each benchmark's latest result (earlier ones are in git);
+  ``results/notes/`` holds the written analyses that cite them.
 """

@@ -257,9 +257,67 @@ def test_no_private_names_cross_modules() -> None:
     assert problems == []
 
 
+def _repository_modules() -> list[Path]:
+    """Every Python module of the repository: the package, its tests and its benchmarks."""
+    root = PACKAGE.parent
+    return sorted(p for d in ("proxy_pointer", "tests", "benchmarks")
+                  for p in (root / d).rglob("*.py")
+                  if not {"__pycache__", ".work"} & set(p.relative_to(root).parts))
+
+
 def test_no_module_is_a_grab_bag() -> None:
-    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in _modules()}
+    """No module over 600 lines anywhere: package, tests, benchmarks."""
+    root = PACKAGE.parent
+    sizes = {str(p.relative_to(root)): len(p.read_text().splitlines())
+             for p in _repository_modules()}
     assert {name: n for name, n in sizes.items() if n > 600} == {}
+
+
+#: The benchmark scripts' folders, by what they measure.
+BENCHMARK_KINDS = ("quality", "speed", "robustness")
+
+
+def _benchmark_scripts() -> dict[str, Path]:
+    """``module name -> path`` of every benchmark script (the kinds' modules and
+    ``run_benchmark``), not the shared helpers (``common``, ``harness``)."""
+    found = {f"benchmarks.{kind}.{p.stem}": p for kind in BENCHMARK_KINDS
+             for p in (BENCHMARKS / kind).glob("*.py") if p.stem != "__init__"}
+    found["benchmarks.run_benchmark"] = BENCHMARKS / "run_benchmark.py"
+    return found
+
+
+def test_benchmarks_are_sorted_by_kind_and_no_script_imports_another() -> None:
+    """``benchmarks/`` keeps at most 12 top-level modules (the scripts live in
+    ``quality/``, ``speed/`` and ``robustness/``); a script imports the shared helpers
+    (``common``, ``harness``), never another script."""
+    top = sorted(p.name for p in BENCHMARKS.glob("*.py"))
+    assert len(top) <= 12, top
+    scripts = _benchmark_scripts()
+    crossing = []
+    for name, path in scripts.items():
+        package = name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            crossing += [f"{name} imports {t}" for t in targets if t in scripts and t != name]
+    assert crossing == []
+
+
+def test_benchmark_results_hold_one_folder_per_benchmark() -> None:
+    """``benchmarks/results/`` holds folders only (one per benchmark, its latest result;
+    ``notes/`` for the written analyses), and its README."""
+    loose = sorted(p.name for p in (BENCHMARKS / "results").iterdir()
+                   if p.is_file() and p.name != "README.md")
+    assert loose == []
 
 
 def test_no_module_binds_a_top_level_name_twice() -> None:

@@ -8,7 +8,7 @@
 * A file over ``MAX_FILE_BYTES`` is skipped and named; large files are read after the
   others of a run, in memory and when staged on disk.
 
-The 20 MB one-line file itself is measured in ``benchmarks/bench_hostile.py``.
+The 20 MB one-line file itself is measured in ``benchmarks/robustness/bench_hostile.py``.
 """
 
 from __future__ import annotations

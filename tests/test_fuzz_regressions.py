@@ -1,4 +1,5 @@
-"""Crashes found by fuzzing (``python -m benchmarks.fuzz``), each pinned by its shrunk input.
+"""Crashes found by fuzzing (``python -m benchmarks.robustness.fuzz``), each pinned by its
+shrunk input.
 
 A crash is an exception a part does not document (anything but ``ConversionError`` from a
 converter, anything but ``ProxyPointerError`` from opening and searching a damaged index) or

@@ -13,9 +13,9 @@ __all__ = ["markdown_report", "plot_any_hit", "write_report"]
 def write_report(results: dict, out_dir: str | Path, stem: str | None = None) -> dict[str, Path]:
     """Write ``<stem>.json``, ``<stem>.md`` and (with matplotlib) ``<stem>.png``.
 
-    ``stem`` defaults to ``<dataset>-<date>``. Returns the paths written by kind.
+    ``stem`` defaults to the dataset's name. Returns the paths written by kind.
     """
-    stem = stem or f"{results['dataset']['name']}-{results['date']}"
+    stem = stem or results['dataset']['name']
     return common.write_report(out_dir, stem, results,
                                markdown_report(results, plot_name=f"{stem}.png"),
                                plot=lambda png: plot_any_hit(results, png))

@@ -9,10 +9,10 @@ retrieval never know which one they hold:
   Runtime (else PyTorch); queries in float32.
 - :class:`Bf16Embedder` - the same model on PyTorch with bfloat16 weights (the default's
   path on AMX / AVX-512 BF16 CPUs; same ``model_id``, its vectors within the cosine that
-  ``benchmarks/results/bf16-sensitivity.md`` reports).
+  ``benchmarks/results/bf16/bf16-sensitivity.md`` reports).
 - :class:`OnnxEmbedder` - the same model on ONNX Runtime (the default's fast path, same
   vectors), or with int8 weights (``"minilm-int8"``, its own ``model_id``). Speed and
-  quality of every mode: ``benchmarks/results/ingest.md``.
+  quality of every mode: ``benchmarks/results/ingest/ingest.md``.
 - :class:`GeminiEmbedder` - Google's ``gemini-embedding-001`` through ``google-genai``, with
   batching and exact, exponential-backoff retries of quota and server errors.
 - :class:`StaticEmbedder` - fast mode (``"fast"``): a model2vec static model distilled

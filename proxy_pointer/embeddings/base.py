@@ -122,7 +122,7 @@ def embed_by_length(items: list[str], dimension: int, batch_size: int,
     ``workers`` > 1 runs that many batches at a time on threads (for a backend whose ``run``
     releases the GIL and uses one core, such as a one-thread ONNX Runtime session): on two
     cores that kept both busy where one session's two threads waited for each other
-    (``benchmarks/results/any-cpu.md``). The vectors do not depend on ``workers``."""
+    (``benchmarks/results/cpu/any-cpu.md``). The vectors do not depend on ``workers``."""
     out = np.zeros((len(items), dimension), np.float32)
     order = np.argsort([-len(t) for t in items], kind="stable")
     batches = [order[start:start + batch_size] for start in range(0, len(items), batch_size)]

@@ -6,11 +6,11 @@ folder (by default the bundled all-MiniLM-L6-v2) is loaded with bfloat16 weights
 output is pooled and normalised in float32. Texts are sorted by length into batches padded
 to a multiple of :data:`PAD_MULTIPLE` tokens: PyTorch keeps per-shape kernels and buffers,
 so 256 possible lengths cost memory and time that 16 padded ones do not (the padding
-multiples and batch sizes measured: ``benchmarks/results/bf16-sensitivity.md``).
+multiples and batch sizes measured: ``benchmarks/results/bf16/bf16-sensitivity.md``).
 
 Its vectors stay within the cosine to float32's that
-``benchmarks/results/bf16-sensitivity.md`` reports on financial filings, so it shares the
-float32 model's ``model_id``. Speed and quality: ``benchmarks/results/shelf-ingest.md``.
+``benchmarks/results/bf16/bf16-sensitivity.md`` reports on financial filings, so it shares the
+float32 model's ``model_id``. Speed and quality: ``benchmarks/results/ingest/shelf-ingest.md``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ PAD_MULTIPLE = 16
 class Bf16Embedder(FolderEmbedder):
     """A sentence-transformers folder on PyTorch with bfloat16 weights (default: the bundled
     MiniLM). ``batch_size``: texts per forward pass after sorting by length (16, the best
-    of those measured in ``benchmarks/results/bf16-sensitivity.md``). ``workers``: batches
+    of those measured in ``benchmarks/results/bf16/bf16-sensitivity.md``). ``workers``: batches
     run at a time (default: one per usable core, or one where ``OMP_NUM_THREADS`` is set);
     with more than one, loading sets PyTorch's intra-op threads to one
     (``torch.set_num_threads(1)``, process-wide), so each batch runs on a core of its own.

@@ -7,7 +7,7 @@ products (VNNI or AVX2 integer dot products) are faster still without AMX, but m
 vectors enough to lose questions, so they are an option (``minilm-int8``), not the
 default. :func:`cpu_kind` reads the flags once from ``/proc/cpuinfo`` (no import of torch
 or ONNX Runtime) and :meth:`CpuKind.document_path` chooses; the figures behind the choice
-are in ``benchmarks/results/any-cpu.md``.
+are in ``benchmarks/results/cpu/any-cpu.md``.
 
 oneDNN's ``ONEDNN_MAX_CPU_ISA`` (the variable that keeps PyTorch off AMX or AVX-512) is
 honoured: a feature above the named ISA counts as absent, so a masked machine chooses as a

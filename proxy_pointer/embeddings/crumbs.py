@@ -9,7 +9,7 @@ over the joined text, ``normalize(n_crumb * v_crumb + n_body * v_body)`` with ea
 word pieces as its weight (the body's counted as the joined text would be truncated).
 
 The vectors are not the joined text's (cosine 0.97 at the median on a 10-K's chunks, see
-``benchmarks/results/any-cpu.md``), so the composed embedder has its own ``model_id``:
+``benchmarks/results/cpu/any-cpu.md``), so the composed embedder has its own ``model_id``:
 the inner one's with :data:`SUFFIX`. Queries have no breadcrumb: the inner embedder
 embeds them as it would.
 """

@@ -108,7 +108,7 @@ def omp_threads() -> int:
 def default_workers() -> int:
     """Batches a backend runs at a time: one per usable core, each on one thread (on two
     cores that kept both busy where one run's two threads waited for each other, above all
-    beside the parsing workers: ``benchmarks/results/any-cpu.md``); one run where
+    beside the parsing workers: ``benchmarks/results/cpu/any-cpu.md``); one run where
     ``OMP_NUM_THREADS`` bounds the threads (a Ray actor per core)."""
     if omp_threads():
         return 1

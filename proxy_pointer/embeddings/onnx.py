@@ -11,7 +11,7 @@ texts sorted by length into small batches (so little padding is embedded).
 - ``quantize="int8"`` (per-channel dynamic int8 weights) moves vectors, so it has its own
   ``model_id`` and an index built with it refuses other embedders.
 
-Speed and quality of each: ``benchmarks/results/ingest.md`` and ``embeddings.md``.
+Speed and quality of each: ``benchmarks/results/ingest/ingest.md`` and ``embeddings.md``.
 
 Export is written beside its final place and renamed into it, so a killed export leaves
 nothing half-written; a cached file that does not load is exported again.

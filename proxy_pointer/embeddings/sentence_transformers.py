@@ -11,7 +11,7 @@ BF16) to several (AMX) times faster than float32 on ONNX Runtime,
 its vectors at cosine 0.99995 to float32's (0.9998 at least); so it keeps the same
 ``model_id`` and mixes with float32 vectors in one index, as the ONNX backend does.
 Elsewhere bfloat16 is emulated and slower, so ``"auto"`` stays float32 (ONNX Runtime).
-Speed and quality: ``benchmarks/results/shelf-ingest.md``.
+Speed and quality: ``benchmarks/results/ingest/shelf-ingest.md``.
 """
 
 from __future__ import annotations
@@ -144,9 +144,10 @@ class SentenceTransformerEmbedder:
     noise) and falls back to PyTorch, with a warning, if the export fails; other models and
     bfloat16 use PyTorch. ``"torch"`` / ``"onnx"`` force one (``"onnx"`` is float32 only).
     The ``model_id`` is the same for every backend and precision, since their vectors agree
-    (``benchmarks/results/bf16-sensitivity.md``); in bfloat16 the bundled model still
+    (``benchmarks/results/bf16/bf16-sensitivity.md``); in bfloat16 the bundled model still
     embeds queries in float32 on ONNX Runtime, which starts sooner
-    (``benchmarks/results/a-shelf-indexed-in-minutes.md``). ``batch_size``: texts per forward pass
+    (``benchmarks/results/ingest/a-shelf-indexed-in-minutes.md``). ``batch_size``: texts per
+    forward pass
     (default 16 in bfloat16, 8 in float32: the best measured on two cores).
 
     Raises :class:`~proxy_pointer.errors.EmbeddingError` when the model cannot be loaded

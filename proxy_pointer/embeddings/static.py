@@ -4,7 +4,7 @@ A static model keeps one vector per word piece (MiniLM's own output for that pie
 to 256 dimensions by PCA and weighted by frequency) and embeds a text as the mean of its
 pieces' vectors: no transformer at embedding time, so it runs some hundred times faster than
 MiniLM on a CPU. Alone it ranks worse; an index of it has MiniLM refine each query's best
-chunks (:mod:`proxy_pointer.search.refine`, ``benchmarks/results/fast-refine.md``).
+chunks (:mod:`proxy_pointer.search.refine`, ``benchmarks/results/refine/fast-refine.md``).
 
 The model is distilled once, on first use, from the bundled all-MiniLM-L6-v2 (about 20-80 s
 on two cores, no network) and kept under the user cache folder; distillation is

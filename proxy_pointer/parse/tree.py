@@ -22,7 +22,7 @@ Headings are found by :mod:`proxy_pointer.parse.headings` with markdown-it-py's 
 parser, never with line regexes, so ``#`` lines inside code fences, HTML blocks, front
 matter, lists and block quotes are not headings, while setext headings are. Regex parsers
 (PageIndex's ``md_to_tree``, LangChain's ``MarkdownHeaderTextSplitter``) get these wrong;
-``benchmarks/pageindex_parity.py`` measures the difference on real documents.
+``benchmarks/quality/pageindex_parity.py`` measures the difference on real documents.
 
 Documents converted from PDF often mark headings only as a bold line or a numbered line, or
 flatten every heading to one level. ``TreeConfig(recover_headings=True)`` promotes such lines

@@ -19,7 +19,7 @@ an earnings release; "voting results", "appointed" to an 8-K; "risk factors", "e
 three years" to a 10-K). Per entity the best filing is kept, and the second too when it
 scores within ``MARGIN`` of the best (both searched: their sections compete for the
 budget). The weights were measured on the routing set's tuning part
-(``benchmarks/bench_routing_set.py``, with a sensitivity table); the result explains every
+(``benchmarks/quality/bench_routing_set.py``, with a sensitivity table); the result explains every
 score (:attr:`.routing.Route.scores`).
 """
 

@@ -135,13 +135,13 @@ class Tuning:
       ranks by its best chunk), ``"collapsed"`` (every node of a hit document's tree
       competes, by its best chunk and its subtree's mean vector) or ``"traverse"``
       (top-down, ``beam`` children per level). How the three compare in evidence hit and
-      latency: ``benchmarks/results/qasper-dev-2026-12-04-ranking.md``.
+      latency: ``git show c08a0c5:benchmarks/results/qasper-dev-2026-12-04-ranking.md``.
     * ``expand="section"`` hands over a node with its subsections (the reference design);
       ``"own"`` only its own text up to its first child.
     * ``packing="evidence"`` (default, :func:`~.packing.pack_evidence`) fills the budget
       with the best lines of the ``k`` sections, whole sections where they fit;
       ``lexical_weight`` (default 0: higher weights lost evidence on qasper-dev,
-      ``benchmarks/results/ranking-experiments.md``) is how much a block's own BM25 match
+      ``benchmarks/results/notes/ranking-experiments.md``) is how much a block's own BM25 match
       with the question raises its chunk's score. ``packing="sections"`` hands over whole
       sections in rank order, trimming one that does not fit to its heading and its best
       pieces. Both are one planner (:func:`~.packing.pack`): a block or line too long for a

@@ -1,7 +1,7 @@
 """Two-stage dense search: a second embedder rescores the stored vectors' best chunks.
 
 An index of fast mode's static vectors is built in seconds, but a static model ranks filings
-worse than MiniLM (``benchmarks/results/fast-refine.md``). Most of what it loses is not the
+worse than MiniLM (``benchmarks/results/refine/fast-refine.md``). Most of what it loses is not the
 first stage: it finds the evidence among its best hundred chunks, and then orders them,
 picks the statement sections and scores the sections with vectors too coarse for that.
 So at query time a *refiner* (the MiniLM fast mode was distilled from) embeds the question

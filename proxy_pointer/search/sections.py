@@ -35,7 +35,7 @@ class Section(Location):
     line taken (a whole section: one span). ``relevance`` is the cosine similarity of the
     question and the section's best-matching chunk, clipped to 0-1: unlike ``score`` (a
     rank fusion, ~0.01-0.03) it can be compared across the questions to one corpus and
-    cut at a threshold (whose cost depends on the corpus: benchmarks/bench_relevance.py).
+    cut at a threshold (whose cost depends on the corpus: benchmarks/quality/bench_relevance.py).
     """
 
     score: float

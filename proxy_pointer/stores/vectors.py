@@ -7,7 +7,7 @@ over a (possibly memory-mapped) matrix. Past ``approximate_from`` rows the defau
 codes: a quarter of the vectors' size) saved beside the vectors and opened memory-mapped,
 so opening it costs nothing and a query touches only the ``nprobe`` lists it scans; its
 best ``2k + 10`` candidates are re-scored exactly from the vectors. Recall against exact
-search is measured in ``benchmarks/bench_scale.py``.
+search is measured in ``benchmarks/speed/bench_scale.py``.
 """
 
 from __future__ import annotations

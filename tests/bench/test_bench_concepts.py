@@ -1,8 +1,9 @@
-"""benchmarks/bench_concepts.py: questions split by what they say, and the tally it reports."""
+"""benchmarks/quality/bench_concepts.py: questions split by what they say, and the tally it
+reports."""
 
 from __future__ import annotations
 
-from benchmarks.bench_concepts import KINDS, markdown, question_kind, tally
+from benchmarks.quality.bench_concepts import KINDS, markdown, question_kind, tally
 
 
 def test_questions_are_split_by_what_they_name() -> None:

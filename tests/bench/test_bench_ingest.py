@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from benchmarks import bench_ingest, capacity
 from benchmarks.common import RESULTS
+from benchmarks.speed import bench_ingest, capacity
 
 
 def _row(mode: str, seconds: float, chunks: int, child: float, worker: float | None,
@@ -101,8 +101,9 @@ def test_capacity_model_on_the_committed_results():
 def test_capacity_names_a_missing_input(tmp_path):
     with pytest.raises(capacity.MissingInput, match=r"ingest\.json is missing"):
         capacity.inputs(tmp_path)
-    (tmp_path / "ingest.json").write_text("{}")
-    with pytest.raises(capacity.MissingInput, match=r"scale\.json is missing"):
+    (tmp_path / "ingest").mkdir()
+    (tmp_path / "ingest" / "ingest.json").write_text("{}")
+    with pytest.raises(capacity.MissingInput, match=r"scale/scale\.json is missing"):
         capacity.inputs(tmp_path)
 
 

@@ -9,7 +9,7 @@ its own terms)::
 
 A 270M model may cite nothing, or cite wrongly: what is asserted is the checking (every
 citation parsed, and flagged valid exactly when it names a retrieved section and lines inside
-it), not the model's answer. ``benchmarks/local_llm.py`` runs the same with the default
+it), not the model's answer. ``benchmarks/quality/local_llm.py`` runs the same with the default
 embedder and records the answer.
 """
 

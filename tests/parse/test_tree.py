@@ -93,7 +93,7 @@ def test_document_title_rules():
 
 
 # --- differences with PageIndex: PageIndex is the wrong one ---------------------------------
-# Each fixture reproduces one kind of difference found by benchmarks/pageindex_parity.py;
+# Each fixture reproduces one kind of difference found by benchmarks/quality/pageindex_parity.py;
 # PAGEINDEX holds pageindex 0.4.7's real md_to_tree output on it (recorded by that script).
 PAGEINDEX_CASES = {
     # fixture: (ours as (line, depth, title), why pageindex differs)

@@ -1,4 +1,5 @@
-"""Regressions found by fuzzing the HTTP API's OpenAPI schema (``benchmarks/fuzz_http.py``,
+"""Regressions found by fuzzing the HTTP API's OpenAPI schema
+(``benchmarks/robustness/fuzz_http.py``,
 schemathesis): each test is one request that once got a 500 or an answer the schema did not
 declare.
 """

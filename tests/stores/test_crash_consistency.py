@@ -1,4 +1,4 @@
-"""Crash consistency: writers killed with SIGKILL (see ``benchmarks/bench_crash.py``).
+"""Crash consistency: writers killed with SIGKILL (see ``benchmarks/robustness/bench_crash.py``).
 
 * A Milvus Lite writer killed while holding the writer lease must not block the next
   writer: Lite serves the file to one process, so a lease another process took is a dead
@@ -18,17 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bench_crash import (
+from benchmarks.harness.crash import (
     EMBEDDER,
     QUESTIONS,
     Expected,
     answer_key,
     check_answers,
-    run_store,
     states,
     texts_of,
     write_cycle,
 )
+from benchmarks.robustness.bench_crash import run_store
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -161,7 +161,8 @@ def test_a_second_writer_is_refused(kind: str, tmp_path: Path) -> None:
 def test_a_collection_found_released_is_loaded_again(tmp_path: Path, sample_copy: Path
                                                      ) -> None:
     """Another client of a Milvus Lite file can leave a collection this connection loaded
-    in the released state (seen under concurrent readers in benchmarks/bench_crash.py)."""
+    in the released state (seen under concurrent readers in
+    benchmarks/robustness/bench_crash.py)."""
     loc = _location("milvus", tmp_path)
     update_directory(loc, [sample_copy], embedder=HashEmbedder(64))
     store = MilvusStore(loc)

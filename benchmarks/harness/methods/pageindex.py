@@ -3,7 +3,7 @@
 PageIndex pins litellm and downgrades huggingface_hub, so it never enters the main
 environment: it lives in ``benchmarks/.work/pageindex-venv`` (created on first use with
 ``python3 -m venv`` and ``pip install pageindex``, under a file lock so two processes never
-install at once; an existing working venv is reused) and ``benchmarks/pageindex_runner.py``
+install at once; an existing working venv is reused) and ``benchmarks/harness/pageindex_runner.py``
 runs there. Its Markdown path (``md_to_tree`` with LLM node summaries) builds one tree per
 document; each question then gets PageIndex's tutorial tree search (titles + summaries to
 the LLM, which names node ids), and the named nodes' texts, in the LLM's order, are the
@@ -42,7 +42,7 @@ from .base import BuildStats, MethodUnavailable
 __all__ = ["VENV", "PageIndexMethod", "ensure_venv"]
 
 _BENCH = Path(__file__).resolve().parents[2]
-RUNNER = _BENCH / "pageindex_runner.py"
+RUNNER = _BENCH / "harness" / "pageindex_runner.py"
 VENV = Path(os.environ.get("PAGEINDEX_VENV") or _BENCH / ".work" / "pageindex-venv")
 _PLACEHOLDER_MODEL = "openai/placeholder"
 CORPUS_NA = ("PageIndex has no corpus index: its tree search reads the tree of one document, "
