@@ -13,21 +13,32 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..vocab.filings import FILINGS
+
 __all__ = ["NUMBERED_HEADING", "TOP_RANK", "levels", "numbering_rank"]
 
 _ROMAN = r"(?:[IVXLC]+)"
 _NUM = rf"(?:\d+[A-Z]?|{_ROMAN})"
-# (rank, pattern): lower ranks sit higher in the tree. Each pattern reads a heading's start.
-_RULES: tuple[tuple[int, re.Pattern[str]], ...] = (
-    (10, re.compile(rf"^(?:PART|Part|BOOK|Book|VOLUME|Volume)\s+{_NUM}\b")),
-    (20, re.compile(rf"^(?:CHAPTER|Chapter|TITLE|ARTICLE|Article)\s+{_NUM}\b")),
-    (30, re.compile(rf"^(?:ITEM|Item|SECTION|Section)\s+{_NUM}\b")),
-    (30, re.compile(r"^(?:APPENDIX|Appendix|ANNEX|Annex|SCHEDULE|Schedule|EXHIBIT|Exhibit)"
-                    r"(?:\s+[A-Z0-9]+\b|\s*$)")),
-    (40, re.compile(rf"^(?:NOTE|Note)\s+{_NUM}\b")),
-)
+#: After a label numbered by a letter or not at all ("Appendix A", "EXHIBIT").
+_LETTER = r"(?:\s+[A-Z0-9]+\b|\s*$)"
+
+
+def _rules() -> tuple[tuple[int, re.Pattern[str]], ...]:
+    """(rank, pattern) per rank and numbering of the vocabulary's ranked label words (a
+    rank's numbered words first): lower ranks sit higher in the tree. Each pattern reads a
+    heading's start."""
+    groups: dict[tuple[int, bool], list[str]] = {}
+    for lab in FILINGS.ranked_labels:
+        assert lab.rank is not None
+        groups.setdefault((lab.rank, lab.lettered), []).extend(lab.cased)
+    return tuple((rank, re.compile(rf"^(?:{'|'.join(words)})"
+                                   + (_LETTER if lettered else rf"\s+{_NUM}\b")))
+                 for (rank, lettered), words in sorted(groups.items()))
+
+
+_RULES = _rules()
 #: The rank of a part, book or volume: nothing in a document is above it.
-TOP_RANK = 10
+TOP_RANK = min(rank for rank, _ in _RULES)
 # "3 Results", "3. Results", "3.2 Data", "A.1 Proofs": depth = number of parts.
 # "1A. Risk Factors" (a filing's item without its label) is a number too, with its dot.
 _DECIMAL = re.compile(r"^(?P<num>(?:\d{1,2}|[A-Z])(?:\.\d{1,2}){0,4}|\d{1,2}[A-Z](?=\.))\.?\s+"

@@ -25,6 +25,8 @@ from markdown_it.rules_block.html_block import HTML_SEQUENCES
 from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from ..vocab.filings import FILINGS
+
 __all__ = ["Heading", "Outline", "block_parser", "find_headings"]
 
 
@@ -280,9 +282,8 @@ def _front_matter_title(tokens: list[Token]) -> str | None:
 # numbering.
 _DECIMAL_RE = re.compile(r"(?P<num>\d{1,2}(?:\.\d{1,3})*)\.?\s+(?P<rest>\S.*)")
 _KEYWORD_RE = re.compile(
-    r"(?P<kw>Chapter|Part|Section|Appendix|Annex|Article|Item|Note|Schedule|Exhibit|"
-    r"CHAPTER|PART|SECTION|APPENDIX|ANNEX|ARTICLE|ITEM|NOTE|SCHEDULE|EXHIBIT)"
-    r"(?:\s+(?:TABLE|Table|FIGURE|Figure))?"
+    rf"(?P<kw>{'|'.join(w for lab in FILINGS.labels_read('heading') for w in lab.cased)})"
+    rf"(?:\s+(?:{'|'.join(w for lab in FILINGS.labels_read('float') for w in lab.cased)}))?"
     r"\s+(?P<num>[A-Z]{0,2}\d+(?:\.\d+)*[A-Z]?|[IVXLCDM]+|[A-Z])"
     r"(?P<rest>(?:[.:)]|\s+[-–—:]|\s)?.*)"
 )

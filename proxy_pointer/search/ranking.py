@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from ..refs import Ref
+from ..vocab.filings import FILINGS
 from ..vocab.keys import singular, title_words
 from .config import MODES
 
@@ -105,14 +106,15 @@ def fuse_ranks(rankings: Iterable[Sequence[K]], k: int = 60) -> dict[K, float]:
 
 
 # --- chunk rankings ----------------------------------------------------------------------
+_ASKED = FILINGS.labels_read("question")
 _LABEL_RE = re.compile(
-    r"\b(chapter|section|part|item|box|table|figure|fig\.|appendix|annex|note|article|"
-    r"schedule|exhibit|capítulo|sección|chapitre|kapitel|abschnitt)\s+"
+    rf"\b({'|'.join(re.escape(w) for lab in _ASKED for w in (lab.word, *lab.aliases))})\s+"
     r"((?:\d+[a-z]?(?:\.\d+)*)|(?:[ivxlc]+)\b|(?:[a-z]\b(?:\.\d+)*))",
     re.IGNORECASE,
 )
-_STRUCTURAL = {"chapter", "section", "part", "item", "capítulo", "sección", "chapitre",
-               "kapitel", "abschnitt"}
+# another spelling -> the label word ("fig." -> "figure"), as a question's word is read
+_ALIASES = {a.lower().rstrip("."): lab.word for lab in _ASKED for a in lab.aliases}
+_STRUCTURAL = frozenset(lab.word for lab in _ASKED if lab.structural)
 
 
 def named_labels(question: str) -> list[tuple[str, str]]:
@@ -120,8 +122,7 @@ def named_labels(question: str) -> list[tuple[str, str]]:
     out = []
     for word, num in _LABEL_RE.findall(question):
         word, num = word.lower().rstrip("."), num.lower()
-        if word == "fig":
-            word = "figure"
+        word = _ALIASES.get(word, word)
         if (word, num) not in out:
             out.append((word, num))
     return out

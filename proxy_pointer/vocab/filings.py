@@ -21,8 +21,8 @@ from typing import Any
 from ..errors import ConfigError
 from .phrases import PhraseSet, expand_choices, words
 
-__all__ = ["FILINGS", "READ_BY", "CardExample", "Concept", "Form", "FormCue", "LineItem",
-           "Statement", "Vocabulary", "read_vocabulary"]
+__all__ = ["FILINGS", "LABEL_READS", "READ_BY", "CardExample", "Concept", "Form", "FormCue",
+           "Label", "LineItem", "Statement", "Vocabulary", "read_vocabulary"]
 
 _PATH = Path(__file__).with_name("filings.toml")
 
@@ -48,6 +48,31 @@ class Form:
     def cover(self) -> bool:
         """Whether a cover page names it as "FORM <name>"."""
         return self.read_by == "cover"
+
+
+@dataclass(frozen=True)
+class Label:
+    """A word that labels a numbered part of a document ("Item 7A", "Note 12", "Appendix
+    B"): the heading ``rank`` its numbering gives (``None``: none), whether it is numbered
+    by a letter or not at all (``lettered``), where else it is read (``reads``, of
+    :data:`LABEL_READS`), whether a bare number stands for it in a title (``structural``),
+    its other spellings (``aliases``) and whether it counts only in capitals where case is
+    read (``upper_only``)."""
+
+    word: str
+    rank: int | None = None
+    reads: tuple[str, ...] = ()
+    lettered: bool = False
+    structural: bool = False
+    upper_only: bool = False
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def cased(self) -> tuple[str, ...]:
+        """The word as a heading prints it where case is read: "PART" and "Part" ("TITLE"
+        alone when ``upper_only``)."""
+        up = self.word.upper()
+        return (up,) if self.upper_only else (up, self.word.capitalize())
 
 
 @dataclass(frozen=True)
@@ -117,6 +142,7 @@ class CardExample:
 class Vocabulary:
     """The filing vocabulary (module docstring)."""
 
+    labels: tuple[Label, ...]
     months: tuple[str, ...]
     legal_suffixes: tuple[str, ...]
     exchanges: tuple[str, ...]
@@ -138,6 +164,16 @@ class Vocabulary:
 
     def statement(self, key: str) -> Statement:
         return next(s for s in self.statements if s.key == key)
+
+    def labels_read(self, where: str) -> tuple[Label, ...]:
+        """The label words read ``where`` (one of :data:`LABEL_READS`), in the file's
+        order."""
+        return tuple(lab for lab in self.labels if where in lab.reads)
+
+    @property
+    def ranked_labels(self) -> tuple[Label, ...]:
+        """The label words whose numbering gives a heading rank, in the file's order."""
+        return tuple(lab for lab in self.labels if lab.rank is not None)
 
     def item(self, key: str) -> LineItem:
         return next(i for i in self.items if i.key == key)
@@ -373,6 +409,10 @@ def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
         raise ConfigError(f"{path}: cannot read the vocabulary: {e}") from e
     w = data.get("words", {})
     vocab = Vocabulary(
+        labels=tuple(Label(str(r["word"]), None if r.get("rank") is None else int(r["rank"]),
+                           _tup(r, "reads"), bool(r.get("lettered", False)),
+                           bool(r.get("structural", False)), bool(r.get("upper_only", False)),
+                           _tup(r, "aliases")) for r in data.get("label", ())),
         months=tuple(w.get("months", ())), legal_suffixes=tuple(w.get("legal_suffixes", ())),
         exchanges=tuple(w.get("exchanges", ())),
         statement_qualifiers=tuple(w.get("statement_qualifiers", ())),
@@ -413,9 +453,16 @@ def _tup(row: dict[str, Any], key: str) -> tuple[str, ...]:
 
 #: How a document may be known to be of a form (:attr:`Form.read_by`).
 READ_BY = ("cover", "headline", "abstract")
+#: Where a label word is read besides heading ranks (:attr:`Label.reads`).
+LABEL_READS = ("heading", "contents", "line", "question", "float")
 
 
 def _check(vocab: Vocabulary, path: Path) -> None:
+    for lab in vocab.labels:
+        bad = [r for r in lab.reads if r not in LABEL_READS]
+        if bad:
+            raise ConfigError(f"{path}: label {lab.word!r} is read in {', '.join(bad)}; "
+                              f"choose from {', '.join(LABEL_READS)}")
     for f in vocab.forms:
         if f.read_by not in READ_BY:
             raise ConfigError(f"{path}: form {f.name!r} is read by {f.read_by!r}; "

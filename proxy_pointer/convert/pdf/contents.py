@@ -84,8 +84,8 @@ _FILER_END = re.compile(rf"\b(?:{'|'.join([*_SUFFIX_WORDS, 'subsidiaries'])})\b\
 _FILER_CHARS = 100
 # a title broken after "of" or "and": "Consolidated Statements of" / "Cash Flows"
 _BROKEN = re.compile(r"\b(?:of|and|in)$", re.IGNORECASE)
-_LABEL = re.compile(r"^\s*(?:part|item|note|section|chapter|article)\s+(?=[\divxlc]+[a-z]?\b)",
-                    re.IGNORECASE)
+_LABEL = re.compile(rf"^\s*(?:{'|'.join(lab.word for lab in FILINGS.labels_read('contents'))})"
+                    r"\s+(?=[\divxlc]+[a-z]?\b)", re.IGNORECASE)
 _INDENT = 3.0  # points: indentations closer than this are the same column
 _NEARBY = (0, 1, -1, 2)  # pages tried around the computed one, in order
 _MIN_KEY = 4  # characters of key a title needs to be looked for at all

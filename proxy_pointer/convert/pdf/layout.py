@@ -17,13 +17,16 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from ...text.rows import CELL, is_table_row, numbers
+from ...vocab.filings import FILINGS
 from ..numbering import TOP_RANK, numbering_rank
 from .lines import BULLET, TOC_TITLE, Line, holds_table, is_toc_line
 
 __all__ = ["HEADING_SIZE", "TITLE_SIZE", "WRAP_EMS", "layout_headings"]
 
-_NUMBERING_ONLY = re.compile(r"^(?:PART|Part|ITEM|Item|NOTE|Note|SECTION|Section|CHAPTER|"
-                             r"Chapter)\s+[\dIVXLC]+[A-Z]?\.?$")
+# a line holding only a label and its number ("PART II", "Item 7A."): the title follows
+_NUMBERING_ONLY = re.compile(
+    rf"^(?:{'|'.join(w for lab in FILINGS.labels_read('line') for w in lab.cased)})"
+    r"\s+[\dIVXLC]+[A-Z]?\.?$")
 _YEAR_END = re.compile(r"[A-Za-z]\s+(?:19|20)\d\d$")
 _CONNECTOR_END = re.compile(r"(?:\b(?:and|or|of|the|to|for|in|on|with|by|a|an)|[,&\-–—])$",
                             re.IGNORECASE)
