@@ -60,7 +60,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--answer-budget", type=int, default=None,
                    help="budget whose contexts are answered (default: the largest)")
     p.add_argument("--details", action="store_true",
-                   help="also write <name>.details.jsonl with one row per question and budget")
+                   help="also write <name>.details.jsonl with one row per question and budget: "
+                        "its scores and the SHA-256 of the context it packed")
     args = p.parse_args(argv)
     if args.methods == ["all"]:
         args.methods = list(METHODS)

@@ -12,6 +12,7 @@ at the end (:func:`benchmarks.common.peak_rss_mib`).
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 import tracemalloc
@@ -156,7 +157,8 @@ def _run_scope(dataset: Dataset, method: Any, scope: str, budgets: list[int], qu
             scores[b].append(s)
             if details is not None:
                 details.append({"method": method.name, "scope": scope, "budget": b,
-                                **asdict(s)})
+                                **asdict(s), "context_sha256": hashlib.sha256(
+                                    ctx.text.encode("utf-8")).hexdigest()})
             if llm is not None and b == answer_budget:
                 answers.append(answer_question(q, ctx, llm))
         if i % 100 == 0 or i == n:

@@ -51,13 +51,14 @@ from __future__ import annotations
 import json
 import logging
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..errors import ConfigError
 from ..llm.base import LLM
-from ..vocab.keys import bare_title
+from ..vocab.filings import FILINGS
 from .tree import Node, Tree
 
 __all__ = [
@@ -65,11 +66,63 @@ __all__ = [
     "DEFAULT_CATEGORIES",
     "NoiseConfig",
     "NoiseDecision",
+    "bare_title",
     "classify_noise",
     "classify_with_llm",
     "match_title",
     "noise_labels",
 ]
+
+
+_MARKUP_RE = re.compile(r"[*_`~#\[\]<>|]")
+_CONT_RE = re.compile(
+    r"\s*(?:[\(\[]\s*(?:continued|continuation|cont'?d|cont\.?|suite|fortsetzung|forts\.?"
+    r"|continuacion|continuacao|continua|segue|续|續|接上页)\s*[\)\]]"
+    r"|[,:\-–—]?\s*(?:continued|cont'd|contd|cont\.))\s*$"
+)
+def _plain(text: str) -> str:
+    """NFKC, case-folded, accents dropped: how :func:`bare_title` reads a title."""
+    s = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(ch for ch in unicodedata.normalize("NFKD", s) if not unicodedata.combining(ch))
+
+
+# the numbering a title may start with: a label word and its number, a decimal, a roman
+# numeral, a letter, a parenthesised mark, a CJK chapter or appendix mark
+_NUM_RE = re.compile(
+    r"^(?:"
+    rf"(?:{'|'.join(_plain(lab.word) for lab in FILINGS.labels_read('bare'))})"
+    r"\s+[0-9a-z]{1,6}(?:\.[0-9a-z]+)*\s*[.:)\-–—]?\s+"
+    r"|[0-9]+(?:[.．][0-9]+)*(?:[.．):、\-–—]\s*|\s+)"
+    r"|\(?[ivxlcdm]{1,7}[.):]\s*"
+    r"|\(?[a-z][.)]\s*"
+    r"|\([0-9a-z]{1,4}\)\s*"
+    r"|第[一二三四五六七八九十百零〇0-9]+[章节節部分篇]\s*"
+    r"|[一二三四五六七八九十]+[、.．]\s*"
+    r"|(?:附录|附錄)\s*[a-z0-9一二三四五六七八九十]*\s*[:：.、]?\s*"
+    r")"
+)
+_PUNCT_RE = re.compile(r"[^\w\s]+")
+
+
+
+def bare_title(title: str) -> str:
+    """A heading title as noise rules compare it: NFKC, case-folded, markup and accents
+    dropped, numbering ("7.", "Item 1A.", "第三章") and "(continued)" peeled off,
+    punctuation to spaces.
+
+    >>> bare_title("**7. References (continued)**")
+    'references'
+    >>> bare_title("VII. Índice")
+    'indice'
+    """
+    s = _MARKUP_RE.sub(" ", _plain(title))
+    s = s.replace("’", "'").strip(" \t:.-–—;,")
+    for _ in range(3):  # "Appendix A. 1. References": peel a few layers, never loop forever
+        new = _CONT_RE.sub("", _NUM_RE.sub("", s, count=1)).strip(" \t:.-–—;,")
+        if new == s or not new:
+            break
+        s = new
+    return " ".join(_PUNCT_RE.sub(" ", s).replace("_", " ").split())
 
 log = logging.getLogger(__name__)
 

@@ -153,8 +153,7 @@ def boost_titles(index: Corpus, ranked: list[tuple[int, float]], query: np.ndarr
 # a word of a title, a question or a section (letters of any script, digits)
 _WORD = re.compile(r"\w+")
 # what a document calls its parts: a question naming one asks for that part
-_PARTS = frozenset({"statement", "sheet", "report", "schedule", "table", "note", "appendix",
-                    "exhibit", "annex", "summary", "glossary", "index", "letter"})
+_PARTS = frozenset(FILINGS.part_names)
 
 
 def boost_named(index: Corpus, ranked: list[tuple[int, float]], question: str, depth: int

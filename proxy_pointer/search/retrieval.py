@@ -27,7 +27,7 @@ from ..refs import Ref
 from ..vocab.filings import FILINGS
 from ..vocab.keys import heading_key
 from ..vocab.synonyms import Synonyms
-from ..vocab.understanding import Expansion, understand
+from ..vocab.understanding import Understanding, understand
 from .choice import WEIGHTS, Weights, choose, evidence
 from .config import MAX_QUESTION_CHARS, RetrievalConfig, check_question
 from .coverage import Coverage, coverage
@@ -71,7 +71,8 @@ class Retrieval:
     BM25, fusion; with a refiner, embedding the chunks it rescores),
     ``dedupe`` (grouping chunks by node) and ``slice`` (sections, trimming, budget)."""
     routing: Route = field(default_factory=Route)  # the documents the question named
-    expansion: Expansion = field(default_factory=Expansion)  # concepts, statements, synonyms
+    #: what the question was expanded with: concepts, statements, line items, synonyms
+    expansion: Understanding = field(default_factory=Understanding)
     #: the years a question spanning periods asks, those the context holds, and the
     #: filings on the shelf that report the rest (:mod:`.coverage`)
     periods: Coverage = field(default_factory=Coverage)
@@ -89,7 +90,7 @@ class Retrieval:
         the question was sent to and which card fields matched: :class:`~.routing.Route`)
         and ``expansion`` (the concepts the question names, the statements and line items
         they need, the synonyms applied: :class:`~proxy_pointer.vocab.understanding.
-        Expansion`) and ``periods`` (the years a question spanning periods asks, those the
+        Understanding`) and ``periods`` (the years a question spanning periods asks, those the
         contexts hold, the filings that report the rest: :class:`~.coverage.Coverage`)."""
         return {"question": self.question, "tokens_used": self.tokens_used,
                 "budget": self.budget, "contexts": [s.to_dict() for s in self.sections],
@@ -183,7 +184,7 @@ class Retriever:
         return wanted if allowed is None else np.intersect1d(allowed, wanted)
 
     def _prepared(self, question: str, cfg: RetrievalConfig, timings: dict[str, float],
-                  spans: bool) -> tuple[Corpus, np.ndarray, Expansion]:
+                  spans: bool) -> tuple[Corpus, np.ndarray, Understanding]:
         """The corpus this request reads (the index's, or its refined view: :mod:`.refine`),
         the query vector and the question's expansion (synonyms, then the filing
         vocabulary's concepts; the line items of a question that ``spans`` periods)."""
@@ -193,9 +194,9 @@ class Retriever:
         corpus, q = self._embedded(expansion.embedded(question), cfg, timings)
         return corpus, q, expansion
 
-    def _ranked(self, corpus: Corpus, question: str, expansion: Expansion, q: np.ndarray,
+    def _ranked(self, corpus: Corpus, question: str, expansion: Understanding, q: np.ndarray,
                 cfg: RetrievalConfig, rows: np.ndarray | None, timings: dict[str, float]
-                ) -> tuple[list[tuple[int, float]], Expansion]:
+                ) -> tuple[list[tuple[int, float]], Understanding]:
         """The ranked chunks of ``rows`` for the expanded question, with the statements it
         needs moved first (and named in the expansion)."""
         ranked = self._search(corpus, question, expansion, q, cfg, rows, timings)
@@ -266,7 +267,7 @@ class Retriever:
             rows = found if rows is None else np.intersect1d(rows, found)
         return rows
 
-    def _search(self, corpus: Corpus, question: str, expansion: Expansion, q: np.ndarray,
+    def _search(self, corpus: Corpus, question: str, expansion: Understanding, q: np.ndarray,
                 cfg: RetrievalConfig, rows: np.ndarray | None, timings: dict[str, float]
                 ) -> list[tuple[int, float]]:
         """Chunk rows with fused scores, best first: the question as ``expansion`` expanded
@@ -350,7 +351,7 @@ class _Search:
     retriever: Retriever
     corpus: Corpus
     question: str
-    expansion: Expansion
+    expansion: Understanding
     vector: np.ndarray
     cfg: RetrievalConfig
     timings: dict[str, float]

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .phrases import PhraseSet, expand_choices, words
+from .keys import singular, words
+from .phrases import PhraseSet, expand_choices
 
 __all__ = ["FILINGS", "LABEL_READS", "READ_BY", "CardExample", "Concept", "Form", "FormCue",
            "Label", "LineItem", "Statement", "Vocabulary", "read_vocabulary"]
@@ -151,6 +152,7 @@ class Vocabulary:
     auditor_report_titles: tuple[str, ...]
     notes_titles: tuple[str, ...]
     continued_marks: tuple[str, ...]
+    part_names: tuple[str, ...]
     release_verbs: tuple[str, ...]
     release_headers: tuple[str, ...]
     former_name_marks: tuple[str, ...]
@@ -391,7 +393,7 @@ def _title_regex(title: str) -> str:
     parts = []
     for w in title.split():
         w = w.lower()
-        stem = w[:-1] if len(w) > 3 and w.endswith("s") else w
+        stem = singular(w)
         parts.append(re.escape(stem) + r"s?['’]?" if len(stem) > 2 else re.escape(stem))
         if w == "of":
             parts[-1] += r"(?:\s+consolidated)?"
@@ -420,6 +422,7 @@ def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
         auditor_report_titles=tuple(w.get("auditor_report_titles", ())),
         notes_titles=tuple(w.get("notes_titles", ())),
         continued_marks=tuple(w.get("continued_marks", ())),
+        part_names=tuple(w.get("part_names", ())),
         release_verbs=tuple(w.get("release_verbs", ())),
         release_headers=tuple(w.get("release_headers", ())),
         former_name_marks=tuple(w.get("former_name_marks", ())),
@@ -454,7 +457,7 @@ def _tup(row: dict[str, Any], key: str) -> tuple[str, ...]:
 #: How a document may be known to be of a form (:attr:`Form.read_by`).
 READ_BY = ("cover", "headline", "abstract")
 #: Where a label word is read besides heading ranks (:attr:`Label.reads`).
-LABEL_READS = ("heading", "contents", "line", "question", "float")
+LABEL_READS = ("heading", "contents", "line", "question", "float", "bare")
 
 
 def _check(vocab: Vocabulary, path: Path) -> None:

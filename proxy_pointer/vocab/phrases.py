@@ -1,8 +1,8 @@
-"""Phrases matched word by word: the one text key of the vocabulary and of user synonyms.
+"""Phrases matched word by word, as the vocabulary and user synonyms match them.
 
-A phrase and a question are both read as :func:`words`: lower-case letters and digits
-(``&`` kept inside a word, so "PP&E" and "D&A" are one word), a possessive ``'s`` and a
-plural ``s`` dropped, hyphens and punctuation as spaces. :class:`PhraseSet` then finds every
+A phrase and a question are both read as :func:`~.keys.words` (the text keys' module:
+lower-case letters and digits, "&" kept inside a word, so "PP&E" and "D&A" are one word, a
+possessive "'s" and a plural "s" dropped). :class:`PhraseSet` then finds every
 phrase in a text with one dictionary lookup per (position, phrase length): time linear in
 the text, times the number of distinct phrase lengths (at most :data:`MAX_WORDS`). No
 regular expression with nested repetition is involved.
@@ -10,43 +10,18 @@ regular expression with nested repetition is involved.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["MAX_WORDS", "Match", "PhraseSet", "expand_choices", "word_spans", "words"]
+from .keys import word_spans, words
+
+__all__ = ["MAX_WORDS", "Match", "PhraseSet", "expand_choices"]
 
 T = TypeVar("T")
 
 #: The most words a phrase may have (a synonym rule's phrase is refused past it).
 MAX_WORDS = 16
-_WORD = re.compile(r"[a-z0-9]+(?:&[a-z0-9]+)*")
-
-
-def _stem(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
-def word_spans(text: str) -> list[tuple[str, int, int]]:
-    """``(word, start, end)`` for each word of ``text`` (see the module docstring), with
-    its character span in ``text``."""
-    low = text.lower().replace("’", "'")
-    out = []
-    for m in _WORD.finditer(low):
-        w = m.group(0)
-        if w == "s" and m.start() > 0 and low[m.start() - 1] == "'":
-            continue  # the possessive 's of "company's"
-        out.append((_stem(w), m.start(), m.end()))
-    return out
-
-
-def words(text: str) -> tuple[str, ...]:
-    """The words of ``text`` as phrases are compared: "Shareholders' Equity" -> shareholder,
-    equity; "capital-intensive" -> capital, intensive; "PP&E" -> pp&e."""
-    return tuple(w for w, _, _ in word_spans(text))
-
-
 @dataclass(frozen=True)
 class Match(Generic[T]):
     """One phrase found: its ``value``, the word positions ``[first, last)`` and the

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from .phrases import MAX_WORDS, PhraseSet, words
+from .keys import words
+from .phrases import MAX_WORDS, PhraseSet
 
 __all__ = ["MAX_BYTES", "MAX_LINE_CHARS", "Rule", "Synonyms", "SynonymsError"]
 

@@ -13,7 +13,7 @@ statement that answers it is expanded with what answers it (:func:`understand`):
   them, by the same one-way rules a user's synonyms file holds; a user's
   :class:`~.synonyms.Synonyms` are applied first.
 
-:class:`Expansion` says what was done; every result carries it.
+:class:`Understanding` says what was done; every result carries it.
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ from functools import lru_cache
 from typing import Any
 
 from .filings import FILINGS, Concept, Vocabulary
-from .phrases import PhraseSet, words
+from .keys import words
+from .phrases import PhraseSet
 from .synonyms import Applied, Rule, Synonyms
 
-__all__ = ["Expansion", "concept_phrases", "item_synonyms", "understand"]
+__all__ = ["Understanding", "concept_phrases", "item_synonyms", "understand"]
 
 
 @dataclass(frozen=True)
-class Expansion:
+class Understanding:
     """How a question was expanded before the search: the ``concepts`` it names (keys of
     the vocabulary), the ``statements`` that answer them (keys, first needed first), the
     line ``items`` added, the synonym rules that fired (``synonyms``), the ``searched``
@@ -116,8 +117,8 @@ def item_synonyms(vocab: Vocabulary) -> Synonyms:
 
 
 def understand(question: str, *, vocabulary: Vocabulary | None = FILINGS,
-               synonyms: Synonyms | None = None, spans: bool = False) -> Expansion:
-    """The :class:`Expansion` of ``question``: the user's ``synonyms`` first, then (unless
+               synonyms: Synonyms | None = None, spans: bool = False) -> Understanding:
+    """The :class:`Understanding` of ``question``: the user's ``synonyms`` first, then (unless
     ``vocabulary`` is None) the concepts and line items of the filing vocabulary. A
     question that ``spans`` periods and names no concept but line items ("How did net
     sales change from 2020 to 2022?") needs the statements that print them, whose
@@ -125,7 +126,7 @@ def understand(question: str, *, vocabulary: Vocabulary | None = FILINGS,
     (:class:`~.phrases.PhraseSet`)."""
     text, applied = synonyms.apply(question) if synonyms else (question, [])
     if vocabulary is None:
-        return Expansion(synonyms=tuple(applied), searched=text if applied else "")
+        return Understanding(synonyms=tuple(applied), searched=text if applied else "")
     concepts = list(dict.fromkeys(m.value for m in concept_phrases(vocabulary).find(question)))
     text, more = item_synonyms(vocabulary).apply(text)
     applied.extend(more)
@@ -146,7 +147,7 @@ def understand(question: str, *, vocabulary: Vocabulary | None = FILINGS,
         dense = f"{text} ({'; '.join(dict.fromkeys(ns[0] for ns in names if ns))})"
         text = lexical
     if not (concepts or applied or statements):
-        return Expansion()
-    return Expansion(tuple(c.key for c in concepts), tuple(statements), tuple(items),
+        return Understanding()
+    return Understanding(tuple(c.key for c in concepts), tuple(statements), tuple(items),
                      tuple(applied), text if text != question else "",
                      dense=dense if dense != text else "")

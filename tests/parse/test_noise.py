@@ -13,13 +13,13 @@ from proxy_pointer.parse.noise import (
     CATEGORIES,
     DEFAULT_CATEGORIES,
     NoiseConfig,
+    bare_title,
     classify_noise,
     classify_with_llm,
     match_title,
     noise_labels,
 )
 from proxy_pointer.parse.tree import build_tree
-from proxy_pointer.vocab.keys import bare_title
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "chunking"
 SHARED_10K = Path(__file__).resolve().parents[3] / "shared" / "data" / "finance-10k" / "docs"

@@ -14,7 +14,8 @@ from proxy_pointer.parse.cards import KIND_WORDS, Card, card_matches, read_card,
 from proxy_pointer.parse.periods import parse_date
 from proxy_pointer.search.routing import route
 from proxy_pointer.vocab.filings import FILINGS, read_vocabulary
-from proxy_pointer.vocab.phrases import PhraseSet, expand_choices, words
+from proxy_pointer.vocab.keys import words
+from proxy_pointer.vocab.phrases import PhraseSet, expand_choices
 from proxy_pointer.vocab.understanding import understand
 
 CONCEPTS = {c.key: c for c in FILINGS.concepts}
