@@ -30,7 +30,7 @@ from proxy_pointer.refs import Ref
 
 __all__ = ["INDEX_DOCS", "TARGETS", "Invariant", "index_files", "setup_index"]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: The documents of the index the ``index`` target damages (the tests' three fixtures).
 INDEX_DOCS = ROOT / "tests" / "fixtures" / "index" / "docs"
 

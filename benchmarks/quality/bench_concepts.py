@@ -42,7 +42,7 @@ from ..harness.report import write_report
 from ..harness.runner import run_benchmark
 
 KINDS = ("spans periods", "names a statement", "needs a note", "names a concept", "other")
-QUESTIONS = Path(__file__).parent / "questions"
+QUESTIONS = Path(__file__).resolve().parents[1] / "questions"
 METHODS = ("proxy-pointer-no-vocabulary", "proxy-pointer")
 _NAMED = PhraseSet((n, s.key) for s in FILINGS.statements if s.kind == "statement"
                    for n in (*s.named, *s.titles))

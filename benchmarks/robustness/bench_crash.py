@@ -89,7 +89,7 @@ class Child:
         self.tag = tag
         self.log = open(log, "ab")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log,
-                                     cwd=Path(__file__).resolve().parent.parent)
+                                     cwd=Path(__file__).resolve().parents[2])
         self._thread = threading.Thread(target=self._read, args=(events,), daemon=True)
         self._thread.start()
 
