@@ -66,7 +66,7 @@ LAYERS = [
      "stores.milvus.store", "stores.milvus",
      "stores"},
     # the request rules, and the reader retrieval is written against
-    {"search.config", "search.derived", "search.corpus", "search"},
+    {"search.config", "search.derived", "search.corpus", "search.question", "search"},
     {"search.sections"},  # the result type, read by everything above
     {"search.ranking", "search.rerank", "search.routing", "search.statements",
      "search.refine", "search.coverage"},

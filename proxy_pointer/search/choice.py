@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..vocab.filings import FILINGS
+from .question import Question
 from .routing import Route
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class Choice:
 
 
 def evidence(corpus: Corpus, ranked: Sequence[tuple[int, float]], route: Route,
-             question: str, *, hits: int = CONTENT_HITS) -> list[Evidence]:
+             question: Question, *, hits: int = CONTENT_HITS) -> list[Evidence]:
     """Each of ``route``'s candidates with what ``ranked`` (the fused chunk ranking over
     all of them, best first) says it holds for ``question``: one read of the ranked rows'
     pointers."""
@@ -91,7 +91,7 @@ def evidence(corpus: Corpus, ranked: Sequence[tuple[int, float]], route: Route,
         if len(best) < hits:
             best.append(1.0 / (1 + rank))  # by rank: fused scores are nearly flat
     top = max((sum(v) / len(v) for v in by_doc.values() if v), default=0.0)
-    cued = FILINGS.cued_forms(question)
+    cued = question.cued_forms
     cards = corpus.cards()
     candidates = list(route.candidates)
     if route.open:  # no company named: every filing found is a candidate

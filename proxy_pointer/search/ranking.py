@@ -3,8 +3,8 @@
 The retriever calls these steps one after another (:meth:`~.retrieval.Retriever.retrieve`):
 
 1. Chunk rankings: :func:`boost_titles` raises the dense ranking's chunks under a heading
-   the question names (:func:`named_labels`); :func:`fuse_chunks` fuses it with the BM25
-   ranking by reciprocal rank (:func:`fuse_ranks`, also used for nodes and documents);
+   the question names (:attr:`.question.Question.labels`); :func:`fuse_chunks` fuses it
+   with the BM25 ranking by reciprocal rank (:func:`fuse_ranks`, also used for nodes and documents);
    :func:`boost_named` moves the chunks of a section the question names by its title
    words to the front.
 2. :func:`group` merges the chunk hits of one node into a :class:`Candidate`;
@@ -43,15 +43,16 @@ import numpy as np
 
 from ..refs import Ref
 from ..vocab.filings import FILINGS
-from ..vocab.keys import singular, title_words
+from ..vocab.keys import title_words
 from .config import MODES
+from .question import Question
 
 if TYPE_CHECKING:
     from ..parse.tree import Tree
     from .corpus import Corpus
 
 __all__ = ["MODES", "Candidate", "Selected", "boost_titles", "fuse_chunks", "fuse_ranks",
-           "group", "keep_documents", "merge_duplicates", "named_labels", "promote",
+           "group", "keep_documents", "merge_duplicates", "promote",
            "rank_nodes", "select"]
 
 K = TypeVar("K", bound=Hashable)
@@ -106,26 +107,7 @@ def fuse_ranks(rankings: Iterable[Sequence[K]], k: int = 60) -> dict[K, float]:
 
 
 # --- chunk rankings ----------------------------------------------------------------------
-_ASKED = FILINGS.labels_read("question")
-_LABEL_RE = re.compile(
-    rf"\b({'|'.join(re.escape(w) for lab in _ASKED for w in (lab.word, *lab.aliases))})\s+"
-    r"((?:\d+[a-z]?(?:\.\d+)*)|(?:[ivxlc]+)\b|(?:[a-z]\b(?:\.\d+)*))",
-    re.IGNORECASE,
-)
-# another spelling -> the label word ("fig." -> "figure"), as a question's word is read
-_ALIASES = {a.lower().rstrip("."): lab.word for lab in _ASKED for a in lab.aliases}
-_STRUCTURAL = frozenset(lab.word for lab in _ASKED if lab.structural)
-
-
-def named_labels(question: str) -> list[tuple[str, str]]:
-    """Heading labels a question names: ``[("chapter", "2"), ("box", "1.1")]``."""
-    out = []
-    for word, num in _LABEL_RE.findall(question):
-        word, num = word.lower().rstrip("."), num.lower()
-        word = _ALIASES.get(word, word)
-        if (word, num) not in out:
-            out.append((word, num))
-    return out
+_STRUCTURAL = frozenset(lab.word for lab in FILINGS.labels_read("question") if lab.structural)
 
 
 def boost_titles(index: Corpus, ranked: list[tuple[int, float]], query: np.ndarray,
@@ -156,8 +138,8 @@ _WORD = re.compile(r"\w+")
 _PARTS = frozenset(FILINGS.part_names)
 
 
-def boost_named(index: Corpus, ranked: list[tuple[int, float]], question: str, depth: int
-                ) -> list[tuple[int, float]]:
+def boost_named(index: Corpus, ranked: list[tuple[int, float]], question: Question,
+                depth: int) -> list[tuple[int, float]]:
     """``ranked`` with the chunks of sections the question names by their title moved to
     the front, in their order. A section is named when its own title is a document part
     (a statement, sheet, report, schedule, table, note, appendix, exhibit: ``_PARTS``) with
@@ -166,7 +148,7 @@ def boost_named(index: Corpus, ranked: list[tuple[int, float]], question: str, d
     sheet" names "Consolidated Balance Sheets". A topic title ("Message Passing
     Framework") is left to the search: a question on a topic is not a request for that
     section. Only the first ``depth`` rows are looked at."""
-    words = {singular(w) for w in _WORD.findall(question.lower())}
+    words = question.title_words
     top = ranked[:depth]
     crumbs = index.crumbs([r for r, _ in top]) if top else []
     named = {r for (r, _), c in zip(top, crumbs, strict=True)

@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..access import public_metadata
-from ..parse.periods import asked_periods
 from ..refs import Ref
 from ..vocab.filings import FILINGS
 from ..vocab.keys import heading_key
 from ..vocab.synonyms import Synonyms
 from ..vocab.understanding import Understanding, understand
 from .choice import WEIGHTS, Weights, choose, evidence
-from .config import MAX_QUESTION_CHARS, RetrievalConfig, check_question
+from .config import RetrievalConfig, check_question
 from .coverage import Coverage, coverage
 from .packing import fits_whole, pack_request
+from .question import Question
 from .ranking import (
     Candidate,
     Selected,
@@ -40,7 +40,6 @@ from .ranking import (
     fuse_chunks,
     group,
     merge_duplicates,
-    named_labels,
     promote,
     select,
 )
@@ -130,7 +129,8 @@ class Retriever:
             return Retrieval(question, (), cfg.budget, 0)
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        routed, others, shelf = (self._route(question, cfg) if cfg.tuning.route
+        read = Question.of(question)  # every stage reads this one reading of the question
+        routed, others, shelf = (self._route(read, cfg) if cfg.tuning.route
                                  else (Route(), np.empty(0, np.int64), Shelf({})))
         if self.choice is None or not (routed.open or _several(routed)):
             routed = replace(routed, candidates=(), open=False)
@@ -143,17 +143,17 @@ class Retriever:
             if rows is None or not len(rows):
                 rows, routed = allowed, Route()
         timings["route"] = time.perf_counter() - t
-        question = question[:MAX_QUESTION_CHARS]
-        span = asked_periods(question).span  # the years it spans, read once
-        corpus, q, expansion = self._prepared(question, cfg, timings, bool(span))
+        question = read.text
+        span = read.asked.span  # the years it spans
+        corpus, q, expansion = self._prepared(read, cfg, timings, bool(span))
         if (routed.candidates or routed.open) and self.choice is not None:
             t = time.perf_counter()
-            search = _Search(self, corpus, question, expansion, q, cfg, timings)
+            search = _Search(self, corpus, read, expansion, q, cfg, timings)
             rows, routed = search.choose(routed, rows, others, allowed, self.choice)
             if routed.open and routed.documents:
                 # No company named: the best filing's company, its period's filing chosen
                 # as if it were named.
-                again = shelf.route_as(question, routed.scores[0][0])
+                again = shelf.route_as(read, routed.scores[0][0])
                 if again.documents and not _several(again):
                     rows = self._narrowed(again.documents, others, allowed)
                     routed = replace(again, scores=routed.scores)
@@ -162,7 +162,7 @@ class Retriever:
                         again, self._narrowed(_searched(again), others, allowed), others,
                         allowed, self.choice)
             timings["choose"] = time.perf_counter() - t
-        ranked, expansion = self._ranked(corpus, question, expansion, q, cfg, rows, timings)
+        ranked, expansion = self._ranked(corpus, read, expansion, q, cfg, rows, timings)
         t = time.perf_counter()
         asked = Query(question, expansion.text(question), q, cfg)
         candidates = run_steps(self.steps, group(corpus, ranked), asked, corpus, timings)
@@ -183,18 +183,20 @@ class Retriever:
         wanted = np.union1d(self.corpus.rows_for(sorted(documents)), others)
         return wanted if allowed is None else np.intersect1d(allowed, wanted)
 
-    def _prepared(self, question: str, cfg: RetrievalConfig, timings: dict[str, float],
+    def _prepared(self, question: Question, cfg: RetrievalConfig, timings: dict[str, float],
                   spans: bool) -> tuple[Corpus, np.ndarray, Understanding]:
         """The corpus this request reads (the index's, or its refined view: :mod:`.refine`),
         the query vector and the question's expansion (synonyms, then the filing
         vocabulary's concepts; the line items of a question that ``spans`` periods)."""
         synonyms = cfg.tuning.synonyms if isinstance(cfg.tuning.synonyms, Synonyms) else None
-        expansion = understand(question, vocabulary=FILINGS if cfg.tuning.vocabulary else None,
-                               synonyms=synonyms, spans=spans)
-        corpus, q = self._embedded(expansion.embedded(question), cfg, timings)
+        expansion = understand(question.text,
+                               vocabulary=FILINGS if cfg.tuning.vocabulary else None,
+                               synonyms=synonyms, spans=spans, read=question.spans)
+        corpus, q = self._embedded(expansion.embedded(question.text), cfg, timings)
         return corpus, q, expansion
 
-    def _ranked(self, corpus: Corpus, question: str, expansion: Understanding, q: np.ndarray,
+    def _ranked(self, corpus: Corpus, question: Question, expansion: Understanding,
+                q: np.ndarray,
                 cfg: RetrievalConfig, rows: np.ndarray | None, timings: dict[str, float]
                 ) -> tuple[list[tuple[int, float]], Understanding]:
         """The ranked chunks of ``rows`` for the expanded question, with the statements it
@@ -224,7 +226,7 @@ class Retriever:
         finally:
             timings["embed"] = time.perf_counter() - t
 
-    def _route(self, question: str, cfg: RetrievalConfig
+    def _route(self, question: Question, cfg: RetrievalConfig
                ) -> tuple[Route, np.ndarray, Shelf]:
         """Where the cards send ``question``, among the documents this request may
         search (its view and ``doc_ids``): a reader never learns of documents it cannot
@@ -267,7 +269,8 @@ class Retriever:
             rows = found if rows is None else np.intersect1d(rows, found)
         return rows
 
-    def _search(self, corpus: Corpus, question: str, expansion: Understanding, q: np.ndarray,
+    def _search(self, corpus: Corpus, question: Question, expansion: Understanding,
+                q: np.ndarray,
                 cfg: RetrievalConfig, rows: np.ndarray | None, timings: dict[str, float]
                 ) -> list[tuple[int, float]]:
         """Chunk rows with fused scores, best first: the question as ``expansion`` expanded
@@ -275,7 +278,7 @@ class Retriever:
         ``question`` as asked."""
         t = time.perf_counter()
         try:
-            ranked = self._chunks(corpus, question, expansion.text(question), q, cfg, rows)
+            ranked = self._chunks(corpus, question, expansion.text(question.text), q, cfg, rows)
             if cfg.tuning.title_boost and ranked:
                 ranked = boost_named(corpus, ranked, question, cfg.tuning.k_search)
             return ranked
@@ -286,9 +289,9 @@ class Retriever:
         node = self.corpus.tree(doc_id).get(node_id)
         return node.start + 1, node.end
 
-    def _chunks(self, corpus: Corpus, question: str, searched: str, q: np.ndarray,
+    def _chunks(self, corpus: Corpus, question: Question, searched: str, q: np.ndarray,
                 cfg: RetrievalConfig, rows: np.ndarray | None) -> list[tuple[int, float]]:
-        labels = named_labels(question) if cfg.tuning.title_boost else []
+        labels = list(question.labels) if cfg.tuning.title_boost else []
         k = cfg.tuning.k_search
         lexical = (corpus.lexical_search(searched, k, rows, scope=self._scope(cfg))
                    if cfg.tuning.hybrid else [])
@@ -350,7 +353,7 @@ class _Search:
 
     retriever: Retriever
     corpus: Corpus
-    question: str
+    question: Question
     expansion: Understanding
     vector: np.ndarray
     cfg: RetrievalConfig

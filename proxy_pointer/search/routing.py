@@ -41,17 +41,17 @@ from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any
 
-from ..parse.cards import KIND_WORDS, Card, abbreviates, short_name
-from ..parse.periods import Period, asked_periods
+from ..parse.cards import Card, abbreviates, short_name
+from ..parse.periods import Period
 from ..tokens import count_tokens
 from ..vocab.filings import FILINGS
 from ..vocab.synonyms import Synonyms
+from .question import Question
 
 __all__ = ["Route", "Shelf", "route"]
 
 _ANNUAL = FILINGS.natures("annual")  # 10-K, 10-KT, 20-F, 40-F
 _RELEASE = FILINGS.read_by("headline")  # the earnings release
-_PAPER = FILINGS.read_by("abstract")
 #: Capitalised words of business prose that are never a company's abbreviation here.
 _ACRONYMS = frozenset("CEO CFO COO CTO EPS GAAP EBIT EBITDA FY USD US UK EU ESG AGM SEC IPO "
                       "ROE ROA ROI ROIC FCF CAPEX OPEX LLC LTD INC PLC NYSE NASDAQ YOY QOQ "
@@ -104,7 +104,8 @@ class Route:
                            for d, x, w in self.scores]}
 
 
-def route(question: str, cards: Mapping[str, Card], aliases: Synonyms | None = None) -> Route:
+def route(question: str | Question, cards: Mapping[str, Card],
+          aliases: Synonyms | None = None) -> Route:
     """The documents of ``cards`` that ``question`` is about (:class:`Route`); an empty
     route when it names no entity the cards know (or the shelf is one entity and it
     names no period). ``aliases``: a user's names for entities, in the synonyms format.
@@ -152,14 +153,15 @@ class Shelf:
             for year in sorted(self._by_year)[-_PERIODS:]:
                 self._periods[(Period(year), "")] = self._period_documents(Period(year), "")
 
-    def route(self, question: str) -> Route:
+    def route(self, question: str | Question) -> Route:
         """See :func:`route`."""
         if not self.groups:
             return Route()
         cards = self.cards
+        question = Question.of(question)
         named, hits = self._named(question)
-        target = asked_periods(question).target
-        kind = _asked_kind(question)
+        target = question.asked.target
+        kind = question.kind
         if not named:
             if target is not None and len(self.groups) > 1:
                 return self._period_only(target, kind)
@@ -168,15 +170,15 @@ class Shelf:
             named = [0]
         return self._for_groups(question, named, hits, target, kind)
 
-    def route_as(self, question: str, doc_id: str) -> Route:
+    def route_as(self, question: str | Question, doc_id: str) -> Route:
         """The route ``question`` takes had it named the entity of ``doc_id``: a question
         naming no company, once what the filings hold has found the company (its period
         then picks the filing as the cards do); an empty route for an unclaimed document."""
         g = self._group_of.get(doc_id)
         if g is None:
             return Route()
-        r = self._for_groups(question, [g], [], asked_periods(question).target,
-                             _asked_kind(question))
+        question = Question.of(question)
+        r = self._for_groups(question, [g], [], question.asked.target, question.kind)
         note = f"No company named: what the filings hold points to {self.entities[g]}."
         return replace(r, note=" ".join(filter(None, (note, r.note))))
 
@@ -186,7 +188,7 @@ class Shelf:
         g = self._group_of.get(doc_id)
         return {} if g is None else {d: self.cards[d] for d in self.groups[g]}
 
-    def _for_groups(self, question: str, named: list[int], hits: list[str],
+    def _for_groups(self, question: Question, named: list[int], hits: list[str],
                     target: Period | None, kind: str) -> Route:
         """The route to the named groups' filings of ``target`` (module docstring)."""
         cards = self.cards
@@ -195,7 +197,7 @@ class Shelf:
         notes: list[str] = []
         considered: list[tuple[str, bool, str]] = []
         candidates: list[tuple[str, float, int]] = []
-        cued = () if kind else tuple(FILINGS.cued_forms(question))
+        cued = () if kind else tuple(question.cued_forms)
         hard = True
         for g in named:
             members = self.groups[g]
@@ -257,17 +259,15 @@ class Shelf:
                 best[g][1].append(d)
         return tuple(sorted(d for _, ds in best.values() for d in ds))
 
-    def _named(self, question: str) -> tuple[list[int], list[str]]:
+    def _named(self, question: Question) -> tuple[list[int], list[str]]:
         """Indexes of the groups whose names the question writes, and the names as written."""
-        lower = question == question.lower()
         found: dict[int, str] = {}
-        candidates = [c for w in dict.fromkeys(re.findall(r"[\w&]+", question.lower()))
-                      for c in self._by_word.get(w, ())]
+        candidates = [c for w in question.name_words for c in self._by_word.get(w, ())]
         for n, i in sorted(candidates, key=lambda c: -len(c[0])):
-            if i not in found and (m := _find(question, n, lower)):
+            if i not in found and (m := _find(question.text, n, question.lower)):
                 found[i] = m
         # "AMEX" for American Express: a capitalised abbreviation of the entity's name.
-        for token in re.findall(r"(?<![\w&])[A-Z]{2,6}(?![\w&])", question):
+        for token in question.capitals:
             if token in _ACRONYMS:
                 continue
             for i in self._by_initial.get(token[0].lower(), ()):
@@ -495,14 +495,3 @@ def _order_of(target: Period) -> tuple[int, int, str]:
     if target.end is not None:
         return (target.year, 0, target.end.isoformat())
     return (target.year, target.quarter or 0, "")
-
-
-def _asked_kind(question: str) -> str:
-    q = question.lower()
-    for kind, words in KIND_WORDS.items():
-        if kind == _PAPER:
-            continue
-        if any(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", q) for w in words
-               if w not in ("annual", "quarterly", "earnings")):
-            return kind
-    return ""

@@ -11,6 +11,7 @@ items it needs. Code here only types the rows and derives what each reader needs
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from dataclasses import dataclass
@@ -163,6 +164,10 @@ class Vocabulary:
     statements: tuple[Statement, ...]
     items: tuple[LineItem, ...]
     concepts: tuple[Concept, ...]
+    #: the file's name without its suffix and the SHA-256 of its bytes: what an index
+    #: records of the vocabulary it was read with
+    name: str = ""
+    sha256: str = ""
 
     def statement(self, key: str) -> Statement:
         return next(s for s in self.statements if s.key == key)
@@ -239,11 +244,12 @@ class Vocabulary:
         """Every form cue's phrases -> the cue's position in :attr:`form_cues`."""
         return PhraseSet((w, i) for i, c in enumerate(self.form_cues) for w in c.written)
 
-    def cued_forms(self, question: str) -> dict[str, tuple[str, ...]]:
+    def cued_forms(self, question: str, *, spans: list[tuple[str, int, int]] | None = None
+                   ) -> dict[str, tuple[str, ...]]:
         """The forms ``question``'s words lean to, each with the phrases that cue it, found
-        word by word in linear time."""
+        word by word in linear time (``spans``: its words, when read already)."""
         out: dict[str, list[str]] = {}
-        for m in self.cues.find(question):
+        for m in self.cues.find(question, spans=spans):
             for form in self.form_cues[m.value].forms:
                 out.setdefault(form, []).append(question[m.start:m.end])
         return {f: tuple(dict.fromkeys(p)) for f, p in out.items()}
@@ -406,8 +412,9 @@ def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
     names a statement or line item the file does not define."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"{path}: cannot read the vocabulary: {e}") from e
     w = data.get("words", {})
     vocab = Vocabulary(
@@ -445,7 +452,8 @@ def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
                     for r in data.get("item", ())),
         concepts=tuple(Concept(r["key"], _tup(r, "written"), _tup(r, "statements"),
                                _tup(r, "items"), _tup(r, "matches"), _tup(r, "misses"))
-                       for r in data.get("concept", ())))
+                       for r in data.get("concept", ())),
+        name=path.stem, sha256=hashlib.sha256(raw).hexdigest())
     _check(vocab, path)
     return vocab
 

@@ -53,11 +53,14 @@ class PhraseSet(Generic[T]):
     def __len__(self) -> int:
         return len(self._phrases)
 
-    def find(self, text: str, *, longest: bool = False) -> list[Match[T]]:
+    def find(self, text: str, *, longest: bool = False,
+             spans: list[tuple[str, int, int]] | None = None) -> list[Match[T]]:
         """Every phrase in ``text``, in text order (a longer phrase first at one place).
         ``longest``: only the longest phrase at each place, and no overlaps (leftmost
-        first), as a rewrite needs."""
-        spans = word_spans(text)
+        first), as a rewrite needs. ``spans``: ``text``'s words as :func:`~.keys.word_spans`
+        reads them, when the caller has read them already."""
+        if spans is None:
+            spans = word_spans(text)
         seq = [w for w, _, _ in spans]
         lengths = sorted(self._lengths, reverse=True)
         out: list[Match[T]] = []

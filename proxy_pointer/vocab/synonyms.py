@@ -123,10 +123,12 @@ class Synonyms:
                                 f"{e.strerror or e}") from e
         return cls.parse(text, str(p))
 
-    def apply(self, question: str) -> tuple[str, list[Applied]]:
+    def apply(self, question: str, *, spans: list[tuple[str, int, int]] | None = None
+              ) -> tuple[str, list[Applied]]:
         """``question`` as searched: each explicit rule's match replaced by its right side,
-        each equivalence's other terms added after the question; and what was done."""
-        found = self._phrases.find(question, longest=True)
+        each equivalence's other terms added after the question; and what was done
+        (``spans``: the question's words, when read already)."""
+        found = self._phrases.find(question, longest=True, spans=spans)
         if not found:
             return question, []
         out: list[str] = []

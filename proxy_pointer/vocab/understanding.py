@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from .filings import FILINGS, Concept, Vocabulary
-from .keys import words
+from .keys import word_spans, words
 from .phrases import PhraseSet
 from .synonyms import Applied, Rule, Synonyms
 
@@ -117,26 +117,32 @@ def item_synonyms(vocab: Vocabulary) -> Synonyms:
 
 
 def understand(question: str, *, vocabulary: Vocabulary | None = FILINGS,
-               synonyms: Synonyms | None = None, spans: bool = False) -> Understanding:
+               synonyms: Synonyms | None = None, spans: bool = False,
+               read: list[tuple[str, int, int]] | None = None) -> Understanding:
     """The :class:`Understanding` of ``question``: the user's ``synonyms`` first, then (unless
     ``vocabulary`` is None) the concepts and line items of the filing vocabulary. A
     question that ``spans`` periods and names no concept but line items ("How did net
     sales change from 2020 to 2022?") needs the statements that print them, whose
-    comparative columns hold the years. Linear in the question's length
-    (:class:`~.phrases.PhraseSet`)."""
-    text, applied = synonyms.apply(question) if synonyms else (question, [])
+    comparative columns hold the years. ``read``: the question's words
+    (:func:`~.keys.word_spans`), when the caller has read them, so they are read once.
+    Linear in the question's length (:class:`~.phrases.PhraseSet`)."""
+    if read is None:
+        read = word_spans(question)
+    text, applied = synonyms.apply(question, spans=read) if synonyms else (question, [])
     if vocabulary is None:
         return Understanding(synonyms=tuple(applied), searched=text if applied else "")
-    concepts = list(dict.fromkeys(m.value for m in concept_phrases(vocabulary).find(question)))
-    text, more = item_synonyms(vocabulary).apply(text)
+    concepts = list(dict.fromkeys(m.value for m in concept_phrases(vocabulary).find(
+        question, spans=read)))
+    text, more = item_synonyms(vocabulary).apply(text, spans=read if text == question else None)
     applied.extend(more)
     statements = list(dict.fromkeys(s for c in concepts for s in c.statements))
     items = list(dict.fromkeys(i for c in concepts for i in c.items))
     if spans and not concepts:
-        items = list(dict.fromkeys(m.value for m in item_phrases(vocabulary).find(question,
-                                                                                  longest=True)))
+        items = list(dict.fromkeys(m.value for m in item_phrases(vocabulary).find(
+            question, longest=True, spans=read)))
         statements = list(dict.fromkeys(vocabulary.item(i).statement for i in items))
-    have = " " + " ".join(words(text)) + " "
+    said = [w for w, _, _ in read] if text == question else words(text)
+    have = " " + " ".join(said) + " "
     names = [[n for n in vocabulary.item(key).names if f" {' '.join(words(n))} " not in have]
              for key in items]
     dense = text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from proxy_pointer.search.question import Question
 from proxy_pointer.search.ranking import boost_named
 from proxy_pointer.vocab.keys import title_words
 
@@ -20,7 +21,7 @@ class _Crumbs:
 
 
 def _order(question: str, depth: int = 10) -> list[int]:
-    return [r for r, _ in boost_named(_Crumbs(), RANKED, question, depth)]  # type: ignore[arg-type]
+    return [r for r, _ in boost_named(_Crumbs(), RANKED, Question.of(question), depth)]  # type: ignore[arg-type]
 
 
 def test_a_statement_named_by_its_words_comes_first_others_keep_their_order() -> None:

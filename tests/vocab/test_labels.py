@@ -12,7 +12,7 @@ import pytest
 from proxy_pointer.convert.numbering import TOP_RANK, numbering_rank
 from proxy_pointer.errors import ConfigError
 from proxy_pointer.parse.headings import find_headings
-from proxy_pointer.search.ranking import named_labels
+from proxy_pointer.search.question import Question
 from proxy_pointer.vocab.filings import FILINGS, LABEL_READS, read_vocabulary
 
 PACKAGE = Path(__file__).resolve().parents[2] / "proxy_pointer"
@@ -26,9 +26,9 @@ def test_each_reader_reads_the_rows_that_say_so() -> None:
     assert numbering_rank("TITLE 5") == ranked["title"] and numbering_rank("Title 5") is None
     asked = {lab.word for lab in FILINGS.labels_read("question")}
     assert {"table", "figure", "capítulo"} <= asked and "book" not in asked
-    assert named_labels("What does Fig. 3 show, and table 2?") == [("figure", "3"),
-                                                                   ("table", "2")]
-    assert named_labels("the book 2 of volume 3") == []  # ranked, but never asked for
+    assert Question.of("What does Fig. 3 show, and table 2?").labels == (("figure", "3"),
+                                                                         ("table", "2"))
+    assert Question.of("the book 2 of volume 3").labels == ()  # ranked, never asked for
 
 
 def test_a_heading_keyword_comes_from_the_list() -> None:
