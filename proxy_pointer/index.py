@@ -14,6 +14,7 @@ chunks are reused, and the embedding cache makes repeats free across indexes).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tempfile
 import time
@@ -53,16 +54,22 @@ from .stores import (
     MemorySegment,
     SegmentSet,
     Store,
+    VocabularyInfo,
     open_store,
 )
 from .stores.staging import DiskStaging, Labelling, MemoryStaging
 from .stores.vectors import VectorIndexConfig
+from .vocab.filings import FILINGS
 
 if TYPE_CHECKING:
     from .llm import LLM
 
 __all__ = ["SPILL_BYTES", "ChunkRows", "DocumentTable", "Index", "IngestProgress",
            "UpdateReport", "update_directory"]
+
+_log = logging.getLogger(__name__)
+#: The vocabulary this library reads documents with (what a saved index records).
+_VOCABULARY = VocabularyInfo(FILINGS.name, FILINGS.sha256)
 
 #: Text to read above which an update of an index held in memory streams its documents
 #: into a segment in the temporary folder rather than holding them (about 25,000 chunks).
@@ -107,6 +114,9 @@ class Index:
         # change in memory.
         self._origin: tuple[Store, str] | None = None
         self._chunker_version = CHUNKER_VERSION
+        #: The vocabulary the documents were read with (cards, PDF sections, periods):
+        #: this library's, or the one a loaded index's manifest records.
+        self.vocabulary: VocabularyInfo | None = _VOCABULARY
         #: Where an update streams its documents into a segment on disk (see
         #: :mod:`~.stores.staging`): ``None`` keeps them in memory unless the files to
         #: read hold more than :data:`SPILL_BYTES`, then the system's temporary folder.
@@ -178,6 +188,13 @@ class Index:
         idx._set(opened.segments)
         idx._origin = (store, opened.generation)
         idx._chunker_version = m.chunker_version
+        idx.vocabulary = m.vocabulary
+        if m.vocabulary is not None and m.vocabulary != _VOCABULARY:
+            _log.warning("%s: index was read with vocabulary %s (sha256 %s), this library "
+                         "reads with %s (sha256 %s): its documents' cards, PDF sections and "
+                         "periods follow the other one until an update re-reads them",
+                         store.location, m.vocabulary.name, m.vocabulary.sha256[:12],
+                         _VOCABULARY.name, _VOCABULARY.sha256[:12])
         return idx
 
     def manifest(self) -> Manifest:
@@ -192,6 +209,7 @@ class Index:
             saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             n_documents=self._segments.n_documents(),
             n_chunks=self._segments.n_rows,
+            vocabulary=self.vocabulary,
         )
 
     def save(self, location: str | os.PathLike[str] | Store, *,
@@ -348,12 +366,14 @@ class Index:
         all succeed."""
         for s in sources:
             check_doc_id(s.doc_id)
-        rechunk = self._chunker_version != CHUNKER_VERSION
+        # Chunks of another chunker version, or documents read with another vocabulary,
+        # must not mix with new ones: every stored document is read again.
+        rechunk = (self._chunker_version != CHUNKER_VERSION
+                   or self.vocabulary not in (None, _VOCABULARY))
         stored = self._segments.sha256s()
         meta = check_metadata_of(metadata or {}, set(stored) | {s.doc_id for s in sources})
         if rechunk:
-            # Chunks of another chunker version must not mix with new ones: re-chunk every
-            # stored document (unchanged chunk texts keep their vectors).
+            # Re-read every stored document (unchanged chunk texts keep their vectors).
             named = {s.doc_id for s in sources} | set(remove)
             docs = self._reader.documents
             sources = sources + [Source(d, docs[d].source_path, docs[d].kind,
@@ -400,6 +420,7 @@ class Index:
         else:
             added = updated = []
         self._chunker_version = CHUNKER_VERSION
+        self.vocabulary = _VOCABULARY
         timings["index"] += time.perf_counter() - t
         return UpdateReport(
             duplicates=duplicate_pairs(self._segments.sha256s(), [*added, *updated]),

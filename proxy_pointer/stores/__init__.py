@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import os
 
-from .base import SCHEMA_VERSION, DocumentRecord, EmbedderInfo, Manifest, OpenedIndex, Store
+from .base import (
+    SCHEMA_VERSION,
+    DocumentRecord,
+    EmbedderInfo,
+    Manifest,
+    OpenedIndex,
+    Store,
+    VocabularyInfo,
+)
 from .local import LocalStore, current_generation, index_size_bytes, write_lock
 from .milvus import MilvusStore
 from .segments import DocumentParts, MemorySegment, Segment, SegmentSet
@@ -27,6 +35,7 @@ __all__ = [
     "Segment",
     "SegmentSet",
     "Store",
+    "VocabularyInfo",
     "current_generation",
     "index_size_bytes",
     "open_store",

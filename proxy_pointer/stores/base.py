@@ -32,6 +32,7 @@ __all__ = [
     "Manifest",
     "OpenedIndex",
     "Store",
+    "VocabularyInfo",
 ]
 
 #: Version of the stored layout; a store refuses to read another one (1: whole-file
@@ -47,12 +48,23 @@ class EmbedderInfo:
     dimension: int
 
 
+@dataclass(frozen=True)
+class VocabularyInfo:
+    """The vocabulary an index's cards, PDF sections and periods were read with: its
+    ``name`` and the SHA-256 of its file."""
+
+    name: str
+    sha256: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class Manifest:
     """The settings and counts of one committed index generation.
 
     ``chunker_version`` is the :data:`~proxy_pointer.parse.chunking.CHUNKER_VERSION` the chunks
-    were made with: an index made by another one is re-chunked on update.
+    were made with: an index made by another one is re-chunked on update. ``vocabulary`` is
+    the filing vocabulary its documents were read with (``None``: an index saved before
+    the manifest said).
     """
 
     embedder: EmbedderInfo
@@ -65,9 +77,12 @@ class Manifest:
     saved_at: str = ""
     n_documents: int = 0
     n_chunks: int = 0
+    vocabulary: VocabularyInfo | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON layout of ``manifest.json``."""
+        vocabulary = {} if self.vocabulary is None else {
+            "vocabulary": dataclasses.asdict(self.vocabulary)}
         return {
             "schema_version": self.schema_version,
             "library_version": self.library_version,
@@ -78,6 +93,7 @@ class Manifest:
             "saved_at": self.saved_at,
             "n_documents": self.n_documents,
             "n_chunks": self.n_chunks,
+            **vocabulary,
         }
 
     def check_embedder(self, location: str, *, expect_embedder: str | None = None,
@@ -119,6 +135,9 @@ class Manifest:
                 saved_at=str(data.get("saved_at", "")),
                 n_documents=int(data.get("n_documents", 0)),
                 n_chunks=int(data.get("n_chunks", 0)),
+                vocabulary=(VocabularyInfo(str(data["vocabulary"]["name"]),
+                                           str(data["vocabulary"]["sha256"]))
+                            if "vocabulary" in data else None),
             )
         except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as e:
             raise IndexCorruptError(f"{source}: bad settings ({e!r})") from None
