@@ -96,13 +96,7 @@ class CachedEmbedder(Wrapping):
         try:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            warnings.warn(
-                f"cannot create embedding cache folder {self.cache_dir} ({exc}); "
-                "caching in memory for this run only",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            self._conn = self._connect(":memory:")
+            self._in_memory(f"cannot create embedding cache folder {self.cache_dir} ({exc})")
             return
         try:
             self._conn = self._connect(str(self.path))
@@ -110,13 +104,13 @@ class CachedEmbedder(Wrapping):
             if _is_corruption(exc):
                 self._rebuild(exc)
                 return
-            warnings.warn(
-                f"cannot open embedding cache {self.path} ({exc}); "
-                "caching in memory for this run only",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            self._conn = self._connect(":memory:")
+            self._in_memory(f"cannot open embedding cache {self.path} ({exc})")
+
+    def _in_memory(self, problem: str) -> None:
+        """Cache in memory for this run, saying why the file cannot be used."""
+        warnings.warn(f"{problem}; caching in memory for this run only", RuntimeWarning,
+                      stacklevel=4)
+        self._conn = self._connect(":memory:")
 
     def _connect(self, target: str) -> sqlite3.Connection:
         # isolation_level=None: transactions are opened explicitly, one per write batch.

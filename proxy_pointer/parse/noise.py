@@ -51,9 +51,11 @@ from __future__ import annotations
 import json
 import logging
 import re
+import tomllib
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import ConfigError
@@ -128,115 +130,15 @@ log = logging.getLogger(__name__)
 
 Scope = Literal["own", "subtree"]
 
-# category -> (scope, normalized titles, regexes over the normalized title)
-_RULES: dict[str, tuple[Scope, frozenset[str], tuple[str, ...]]] = {
-    "contents": (
-        "own",
-        frozenset({
-            "contents", "table of contents", "toc", "list of contents", "contents page",
-            "list of figures", "list of tables", "list of illustrations", "list of exhibits",
-            "list of figures and tables", "list of tables and figures", "list of boxes",
-            # es / pt / it: "índice" is the table of contents (an index is "índice alfabético")
-            "indice", "indice general", "contenido", "contenidos", "tabla de contenido",
-            "tabla de contenidos", "indice de contenidos", "sumario", "conteudo", "conteudos",
-            "indice de figuras", "indice de tablas", "lista de figuras", "lista de tablas",
-            "lista de tabelas", "indice de tabelas", "sommario",
-            # fr
-            "sommaire", "table des matieres", "liste des figures", "liste des tableaux",
-            "table des figures", "table des illustrations",
-            # de
-            "inhaltsverzeichnis", "inhalt", "inhaltsubersicht", "abbildungsverzeichnis",
-            "tabellenverzeichnis",
-            # zh
-            "目录", "目錄", "目次", "图目录", "表目录", "图表目录", "插图目录",
-        }),
-        (r"index to( the)? .+", r"list of (figures|tables|illustrations|exhibits|charts|maps).*"),
-    ),
-    "index": (
-        "subtree",
-        frozenset({
-            "index", "subject index", "author index", "name index", "general index",
-            "index of names", "index of subjects", "alphabetical index",
-            "indice alfabetico", "indice analitico", "indice tematico", "indice onomastico",
-            "indice remissivo", "index alphabetique", "index thematique",
-            "stichwortverzeichnis", "sachregister", "personenregister", "schlagwortverzeichnis",
-            "indice dei nomi", "索引",
-        }),
-        (),
-    ),
-    "references": (
-        "subtree",
-        frozenset({
-            "references", "reference list", "list of references", "bibliography",
-            "selected bibliography", "works cited", "literature cited", "cited literature",
-            "references cited", "cited references", "further reading", "references and notes",
-            "notes and references", "sources and references", "bibliography and references",
-            "referencias", "referencias bibliograficas", "bibliografia", "bibliografia citada",
-            "referencias citadas", "obras citadas", "references bibliographiques",
-            "bibliographie", "literaturverzeichnis", "literatur", "quellenverzeichnis",
-            "literaturangaben", "referenzen", "quellen und literatur", "riferimenti",
-            "riferimenti bibliografici",
-            "参考文献", "參考文獻", "参考资料", "參考資料", "引用文献", "引用文獻", "参考书目",
-        }),
-        (),
-    ),
-    "acknowledgments": (
-        "subtree",
-        frozenset({
-            "acknowledgments", "acknowledgements", "acknowledgment", "acknowledgement",
-            "acknowledgments and funding", "funding and acknowledgments", "thanks",
-            "agradecimientos", "agradecimiento", "remerciements", "remerciement",
-            "danksagung", "danksagungen", "agradecimentos", "agradecimento", "ringraziamenti",
-            "致谢", "致謝", "鸣谢", "鳴謝", "谢辞", "謝辭", "谢词",
-        }),
-        (),
-    ),
-    "abbreviations": (
-        "own",
-        frozenset({
-            "abbreviations", "list of abbreviations", "acronyms", "list of acronyms",
-            "abbreviations and acronyms", "acronyms and abbreviations", "nomenclature",
-            "list of symbols", "symbols and abbreviations", "abbreviations and symbols",
-            "abreviaturas", "lista de abreviaturas", "siglas", "siglas y abreviaturas",
-            "abreviaturas y siglas", "lista de siglas", "acronimos", "siglas e abreviaturas",
-            "abreviaturas e siglas", "abreviacoes", "lista de abreviacoes",
-            "abreviations", "liste des abreviations", "sigles", "sigles et abreviations",
-            "abreviations et sigles", "acronymes", "liste des sigles",
-            "abkurzungen", "abkurzungsverzeichnis", "abkurzungs und symbolverzeichnis",
-            "symbolverzeichnis", "abbreviazioni", "elenco delle abbreviazioni",
-            "缩略语", "縮略語", "缩略词", "缩写", "縮寫", "缩略语表", "缩写词", "缩写表",
-            "缩略语对照表", "符号说明",
-        }),
-        (),
-    ),
-    "glossary": (
-        "own",
-        frozenset({
-            "glossary", "glossary of terms", "glosario", "glosario de terminos",
-            "glossaire", "glossar", "glossario", "glossario de termos", "术语表", "術語表",
-            "词汇表", "詞彙表", "名词解释", "名詞解釋",
-        }),
-        (r"glossary of .+",),
-    ),
-    "foreword": (
-        "own",
-        frozenset({
-            # "前言" is left out on purpose: Chinese papers use it for the introduction.
-            "foreword", "preface", "prefacio", "prologo", "avant propos", "preface de l auteur",
-            "vorwort", "geleitwort", "prefazione", "premessa", "序言", "序", "序文",
-        }),
-        (),
-    ),
-    "executive_summary": (
-        "own",
-        frozenset({
-            "executive summary", "summary for policymakers", "management summary",
-            "resumen ejecutivo", "resume executif", "resumo executivo", "sumario executivo",
-            "執行摘要", "执行摘要",
-        }),
-        (),
-    ),
-}
+def _read_rules(path: Path) -> dict[str, tuple[Scope, frozenset[str], tuple[str, ...]]]:
+    """category -> (scope, normalized titles, regexes over the normalized title), from the
+    data file beside this module (``noise.toml``), in its order."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return {name: (row["scope"], frozenset(row["titles"]), tuple(row.get("patterns", ())))
+            for name, row in data.items()}
+
+
+_RULES = _read_rules(Path(__file__).with_name("noise.toml"))
 
 CATEGORIES: tuple[str, ...] = tuple(_RULES)
 DEFAULT_CATEGORIES: frozenset[str] = frozenset(CATEGORIES) - {"executive_summary"}
