@@ -70,9 +70,9 @@ LAYERS = [
     {"search.sections"},  # the result type, read by everything above
     {"search.ranking", "search.rerank", "search.routing", "search.statements",
      "search.refine", "search.coverage"},
+    {"search.packing"},
     # ranking steps with one signature, run in order by the retriever; which filing answers
     {"search.steps", "search.choice"},
-    {"search.packing"},
     {"search.retrieval"},
     {"search.synthesis"},
     {"ingest.parsing", "ingest.executor", "ingest.ray", "ingest.pipeline", "ingest.factory",

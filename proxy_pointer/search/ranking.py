@@ -51,9 +51,23 @@ if TYPE_CHECKING:
     from ..parse.tree import Tree
     from .corpus import Corpus
 
-__all__ = ["MODES", "Candidate", "Selected", "boost_titles", "fuse_chunks", "fuse_ranks",
-           "group", "keep_documents", "merge_duplicates", "promote",
-           "rank_nodes", "select"]
+__all__ = [
+    "MODES",
+    "Candidate",
+    "Selected",
+    "boost_titles",
+    "chunk_candidates",
+    "chunk_ranking",
+    "fuse_chunks",
+    "fuse_ranks",
+    "group",
+    "keep_documents",
+    "merge_duplicates",
+    "merge_nodes",
+    "promote",
+    "rank_nodes",
+    "select",
+]
 
 K = TypeVar("K", bound=Hashable)
 _DOCS = 8  # documents whose trees compete in "collapsed" / "traverse" (best hits first)
@@ -69,7 +83,8 @@ class Candidate:
     ``rows``/``row_scores`` are the hit chunks with their fused scores, best first;
     ``spans`` the 0-based half-open line span of every hit row the search saw (shared by
     all candidates of one query); ``also_in`` lists the refs of identical sections
-    elsewhere (filled by :func:`merge_duplicates`).
+    elsewhere (filled by :func:`merge_duplicates`); ``lines`` the 0-based half-open line
+    range it hands over, once selected (:func:`select`; ``None`` before).
     """
 
     doc_id: str
@@ -80,6 +95,7 @@ class Candidate:
     row_scores: list[float] = field(default_factory=list)
     also_in: list[str] = field(default_factory=list)
     spans: dict[int, tuple[int, int]] = field(default_factory=dict)  # row -> line span
+    lines: tuple[int, int] | None = None
 
     @property
     def best(self) -> float:
@@ -191,21 +207,50 @@ def _labelled_rows(index: Corpus, labels: list[tuple[str, str]]) -> set[int]:
 
 # --- candidates --------------------------------------------------------------------------
 
-def group(index: Corpus, ranked: list[tuple[int, float]]) -> list[Candidate]:
-    """Dedupe by ``(doc_id, node_id)``: best score per node, all its hit chunks kept."""
+def chunk_candidates(index: Corpus, ranked: list[tuple[int, float]],
+                     known: Sequence[Candidate] = ()) -> list[Candidate]:
+    """One candidate per ranked chunk row, in rank order, as the chunk steps move them
+    (:func:`group` merges them by node). The rows of ``known`` candidates keep their
+    node and span; only the others' pointers are read, in one read."""
+    where: dict[int, tuple[str, str | None, tuple[str, str]]] = {}
+    spans: dict[int, tuple[int, int]] = {}
+    for c in known:
+        spans.update(c.spans)
+        where.update((r, (c.doc_id, c.node_id, c.key)) for r in c.rows)
+    new = [r for r, _ in ranked if r not in where]
+    for r, (doc_id, node_id, start, first, last) in zip(new, index.pointers(new), strict=True):
+        where[r] = (doc_id, node_id, (doc_id, node_id if node_id is not None else f"#{start}"))
+        spans[r] = (first, last)
+    return [Candidate(*where[r], score, [r], [score], spans=spans) for r, score in ranked]
+
+
+def chunk_ranking(candidates: Sequence[Candidate]) -> list[tuple[int, float]]:
+    """The chunk rows of ``candidates`` with their scores, in order."""
+    return [(r, s) for c in candidates for r, s in zip(c.rows, c.row_scores, strict=True)]
+
+
+def merge_nodes(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Dedupe by ``(doc_id, node_id)``: one candidate per node, where its first chunk
+    stood, with all its hit chunks and that first chunk's score (the best, as the chunks
+    come best first); every candidate shares one map of the rows' line spans."""
+    spans: dict[int, tuple[int, int]] = {}
+    for c in candidates:
+        spans.update(c.spans)
     by_key: dict[tuple[str, str], Candidate] = {}
     order: list[Candidate] = []
-    pointers = index.pointers([r for r, _ in ranked])
-    spans = {r: (p[3], p[4]) for (r, _), p in zip(ranked, pointers, strict=True)}
-    for (row, score), (doc_id, node_id, start, _, _) in zip(ranked, pointers, strict=True):
-        key = (doc_id, node_id if node_id is not None else f"#{start}")
-        cand = by_key.get(key)
+    for c in candidates:
+        cand = by_key.get(c.key)
         if cand is None:
-            cand = by_key[key] = Candidate(doc_id, node_id, key, score, spans=spans)
+            cand = by_key[c.key] = Candidate(c.doc_id, c.node_id, c.key, c.score, spans=spans)
             order.append(cand)
-        cand.rows.append(row)
-        cand.row_scores.append(score)
-    return order  # ranked is best first, so the first hit carries the best score
+        cand.rows.extend(c.rows)
+        cand.row_scores.extend(c.row_scores)
+    return order
+
+
+def group(index: Corpus, ranked: list[tuple[int, float]]) -> list[Candidate]:
+    """Dedupe by ``(doc_id, node_id)``: best score per node, all its hit chunks kept."""
+    return merge_nodes(chunk_candidates(index, ranked))
 
 
 def rank_nodes(index: Corpus, candidates: list[Candidate], query: np.ndarray, mode: str,

@@ -30,24 +30,20 @@ from ..vocab.understanding import Understanding, understand
 from .choice import WEIGHTS, Weights, choose, evidence
 from .config import RetrievalConfig, check_question
 from .coverage import Coverage, coverage
-from .packing import fits_whole, pack_request
+from .packing import pack_request
 from .question import Question
 from .ranking import (
     Candidate,
     Selected,
-    boost_named,
     boost_titles,
+    chunk_candidates,
+    chunk_ranking,
     fuse_chunks,
-    group,
-    merge_duplicates,
-    promote,
-    select,
 )
 from .refine import RefinedCorpus, Refiner
 from .routing import Route, Shelf
 from .sections import Section
-from .statements import boost_statements
-from .steps import STEPS, Query, Step, run_steps
+from .steps import STEPS, Query, Step, boosts, run_steps, selected
 
 if TYPE_CHECKING:
     from .corpus import Corpus
@@ -66,9 +62,11 @@ class Retrieval:
     candidates: int = 0  # unique nodes found before the k / budget cut
     omitted: tuple[str, ...] = ()  # refs of selected sections the budget could not hold
     timings: dict[str, float] = field(default_factory=dict, compare=False)
-    """Seconds per stage: ``embed`` (query vector; both with a refiner), ``search`` (dense,
-    BM25, fusion; with a refiner, embedding the chunks it rescores),
-    ``dedupe`` (grouping chunks by node) and ``slice`` (sections, trimming, budget)."""
+    """Seconds per stage: ``route`` and ``choose`` (the cards, the document choice),
+    ``embed`` (query vector; both with a refiner), ``search`` (dense, BM25, fusion; with a
+    refiner, embedding the chunks it rescores), each ranking step under its name
+    (:data:`~.steps.STEPS`: ``boosts`` ... ``promote``), ``dedupe`` (all the steps) and
+    ``slice`` (cutting the selected sections into the budget)."""
     routing: Route = field(default_factory=Route)  # the documents the question named
     #: what the question was expanded with: concepts, statements, line items, synonyms
     expansion: Understanding = field(default_factory=Understanding)
@@ -162,16 +160,21 @@ class Retriever:
                         again, self._narrowed(_searched(again), others, allowed), others,
                         allowed, self.choice)
             timings["choose"] = time.perf_counter() - t
-        ranked, expansion = self._ranked(corpus, read, expansion, q, cfg, rows, timings)
+        ranked = self._search(corpus, read, expansion, q, cfg, rows, timings)
         t = time.perf_counter()
-        asked = Query(question, expansion.text(question), q, cfg)
-        candidates = run_steps(self.steps, group(corpus, ranked), asked, corpus, timings)
+        asked = Query(question, expansion.text(question), q, cfg, read=read,
+                      needs=expansion.statements, rows=rows)
+        candidates = run_steps(self.steps, chunk_candidates(corpus, ranked), asked, corpus,
+                               timings)
         timings["dedupe"] = time.perf_counter() - t
+        if asked.trace.moved:
+            expansion = replace(expansion, sections=tuple(
+                str(Ref.of_section(d, n, *self._lines(d, n))) for d, n in asked.trace.moved))
         t = time.perf_counter()
-        sections, omitted = self._assemble(corpus, asked.text, candidates, cfg, q)
+        sections, omitted = self._assemble(corpus, asked, candidates)
         timings["slice"] = time.perf_counter() - t
         used = sum(s.tokens for s in sections)
-        return Retrieval(question, tuple(sections), cfg.budget, used, len(candidates),
+        return Retrieval(question, tuple(sections), cfg.budget, used, asked.trace.nodes,
                          tuple(omitted), timings, routed, expansion,
                          _covered(span, sections, shelf))
 
@@ -194,19 +197,6 @@ class Retriever:
                                synonyms=synonyms, spans=spans, read=question.spans)
         corpus, q = self._embedded(expansion.embedded(question.text), cfg, timings)
         return corpus, q, expansion
-
-    def _ranked(self, corpus: Corpus, question: Question, expansion: Understanding,
-                q: np.ndarray,
-                cfg: RetrievalConfig, rows: np.ndarray | None, timings: dict[str, float]
-                ) -> tuple[list[tuple[int, float]], Understanding]:
-        """The ranked chunks of ``rows`` for the expanded question, with the statements it
-        needs moved first (and named in the expansion)."""
-        ranked = self._search(corpus, question, expansion, q, cfg, rows, timings)
-        if expansion.statements:
-            ranked, moved = boost_statements(corpus, ranked, expansion.statements, q, rows)
-            expansion = replace(expansion, sections=tuple(
-                str(Ref.of_section(d, n, *self._lines(d, n))) for d, n in moved))
-        return ranked, expansion
 
     def _embedded(self, text: str, cfg: RetrievalConfig, timings: dict[str, float]
                   ) -> tuple[Corpus, np.ndarray]:
@@ -278,10 +268,7 @@ class Retriever:
         ``question`` as asked."""
         t = time.perf_counter()
         try:
-            ranked = self._chunks(corpus, question, expansion.text(question.text), q, cfg, rows)
-            if cfg.tuning.title_boost and ranked:
-                ranked = boost_named(corpus, ranked, question, cfg.tuning.k_search)
-            return ranked
+            return self._chunks(corpus, question, expansion.text(question.text), q, cfg, rows)
         finally:
             timings["search"] = time.perf_counter() - t
 
@@ -316,20 +303,16 @@ class Retriever:
         return None if rows is None or len(rows) == len(self.corpus.chunks) else rows
 
     # --- assembly -------------------------------------------------------------------
-    def _assemble(self, idx: Corpus, question: str, candidates: list[Candidate],
-                  cfg: RetrievalConfig, query: np.ndarray) -> tuple[list[Section], list[str]]:
-        """Sections within the budget (each with its :attr:`~.sections.Section.relevance`),
-        and the refs of selected ones left out for lack of it."""
-        # Twice k are selected so that copies merged away leave room for other sections.
-        selected = select(idx, candidates, k=2 * cfg.k, expand=cfg.tuning.expand)
-        selected = merge_duplicates(idx, selected)[:cfg.k]
-        if cfg.tuning.promote_parent >= 2:
-            selected = promote(idx, selected, cfg.tuning.promote_parent,
-                               lambda doc_id, node_id: fits_whole(idx, doc_id, node_id,
-                                                                  cfg.budget))
-        terms = idx.term_weights(question, self._scope(cfg))
-        sections, omitted = pack_request(idx, selected, cfg, terms)
-        relevance = _relevance(idx, selected, query)
+    def _assemble(self, idx: Corpus, query: Query, candidates: list[Candidate]
+                  ) -> tuple[list[Section], list[str]]:
+        """The steps' selected sections within the budget (each with its
+        :attr:`~.sections.Section.relevance`), and the refs of those left out for lack of
+        it."""
+        cfg = query.config
+        chosen = selected(candidates, query, idx)
+        terms = idx.term_weights(query.text, self._scope(cfg))
+        sections, omitted = pack_request(idx, chosen, cfg, terms)
+        relevance = _relevance(idx, chosen, query.vector)
         docs = idx.documents
         return [replace(s, relevance=relevance.get(s.ref, 0.0),
                         metadata=public_metadata(docs[s.doc_id].metadata))
@@ -368,6 +351,11 @@ class _Search:
         r = self.retriever
         first = r._search(self.corpus, self.question, self.expansion, self.vector, self.cfg,
                           rows, self.timings)
+        # what each filing holds is read from the search with named titles first, as the
+        # boosts step orders it
+        query = Query(self.question.text, self.expansion.text(self.question.text),
+                      self.vector, self.cfg, read=self.question, rows=rows)
+        first = chunk_ranking(boosts(chunk_candidates(self.corpus, first), query, self.corpus))
         found = evidence(self.corpus, first, route, self.question, hits=weights.hits)
         choice = choose(found, weights)
         if not choice.documents:
