@@ -59,7 +59,7 @@ from .stores import (
 )
 from .stores.staging import DiskStaging, Labelling, MemoryStaging
 from .stores.vectors import VectorIndexConfig
-from .vocab.filings import FILINGS
+from .vocab.filings import FILINGS, Vocabulary
 
 if TYPE_CHECKING:
     from .llm import LLM
@@ -68,13 +68,16 @@ __all__ = ["SPILL_BYTES", "ChunkRows", "DocumentTable", "Index", "IngestProgress
            "UpdateReport", "update_directory"]
 
 _log = logging.getLogger(__name__)
-#: The vocabulary this library reads documents with (what a saved index records).
-_VOCABULARY = VocabularyInfo(FILINGS.name, FILINGS.sha256)
 
 #: Text to read above which an update of an index held in memory streams its documents
 #: into a segment in the temporary folder rather than holding them (about 25,000 chunks).
 SPILL_BYTES = 16_000_000
 
+
+
+def _info(vocabulary: Vocabulary) -> VocabularyInfo:
+    """What a manifest records of ``vocabulary``: its name and its file's SHA-256."""
+    return VocabularyInfo(vocabulary.name, vocabulary.sha256)
 
 class Index:
     """Chunks of many documents with their vectors and pointers, plus the source copies.
@@ -92,7 +95,8 @@ class Index:
                  chunk_config: ChunkConfig | None = None,
                  vector_config: VectorIndexConfig | None = None,
                  recover_headings: bool = False, encoding: str = "utf-8",
-                 index_llm: LLM | None = None, refiner: Refiner | None = None) -> None:
+                 index_llm: LLM | None = None, refiner: Refiner | None = None,
+                 vocabulary: Vocabulary | None = None) -> None:
         if embedder is None:
             from .embeddings import default_embedder
 
@@ -114,9 +118,13 @@ class Index:
         # change in memory.
         self._origin: tuple[Store, str] | None = None
         self._chunker_version = CHUNKER_VERSION
-        #: The vocabulary the documents were read with (cards, PDF sections, periods):
-        #: this library's, or the one a loaded index's manifest records.
-        self.vocabulary: VocabularyInfo | None = _VOCABULARY
+        #: The vocabulary this index reads documents (their cards) and questions (routing,
+        #: the document choice, understanding) with: the shipped ``filings.toml`` unless
+        #: another is given (:func:`~proxy_pointer.vocab.filings.read_vocabulary`).
+        self.vocabulary: Vocabulary = FILINGS if vocabulary is None else vocabulary
+        #: The vocabulary its documents were read with, as the manifest records it
+        #: (``None``: an index saved before manifests said).
+        self.read_with: VocabularyInfo | None = _info(self.vocabulary)
         #: Where an update streams its documents into a segment on disk (see
         #: :mod:`~.stores.staging`): ``None`` keeps them in memory unless the files to
         #: read hold more than :data:`SPILL_BYTES`, then the system's temporary folder.
@@ -166,9 +174,12 @@ class Index:
 
     @classmethod
     def load(cls, location: str | os.PathLike[str] | Store, *,
-             embedder: Embedder | None = None, refiner: Refiner | None = None) -> Index:
+             embedder: Embedder | None = None, refiner: Refiner | None = None,
+             vocabulary: Vocabulary | None = None) -> Index:
         """Open a saved index. Without ``embedder`` the one recorded in the manifest is used;
-        without ``refiner``, that embedder's (:func:`~.search.refine.refiner_for`).
+        without ``refiner``, that embedder's (:func:`~.search.refine.refiner_for`);
+        ``vocabulary``: what it reads with from now on (the shipped one by default), a
+        warning when its documents were read with another.
 
         Raises :class:`IndexCorruptError` or :class:`IndexMismatchError` (wrong embedder,
         dimension or schema) with what was expected and what was found.
@@ -183,18 +194,19 @@ class Index:
             embedder = make_embedder(m.embedder.model_id)
             m.check_embedder(store.location, expect_dimension=embedder.dimension)
         idx = cls(embedder=embedder, vector_config=m.vector_index,
-                  recover_headings=m.recover_headings, refiner=refiner)
+                  recover_headings=m.recover_headings, refiner=refiner, vocabulary=vocabulary)
         idx.chunk_config = m.chunking  # as recorded: an index opens as it was built
         idx._set(opened.segments)
         idx._origin = (store, opened.generation)
         idx._chunker_version = m.chunker_version
-        idx.vocabulary = m.vocabulary
-        if m.vocabulary is not None and m.vocabulary != _VOCABULARY:
-            _log.warning("%s: index was read with vocabulary %s (sha256 %s), this library "
-                         "reads with %s (sha256 %s): its documents' cards, PDF sections and "
-                         "periods follow the other one until an update re-reads them",
+        idx.read_with = m.vocabulary
+        now = _info(idx.vocabulary)
+        if m.vocabulary is not None and m.vocabulary != now:
+            _log.warning("%s: index was read with vocabulary %s (sha256 %s), this reader "
+                         "reads with %s (sha256 %s): its documents' cards follow the other "
+                         "one until an update reads them again",
                          store.location, m.vocabulary.name, m.vocabulary.sha256[:12],
-                         _VOCABULARY.name, _VOCABULARY.sha256[:12])
+                         now.name, now.sha256[:12])
         return idx
 
     def manifest(self) -> Manifest:
@@ -209,7 +221,7 @@ class Index:
             saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             n_documents=self._segments.n_documents(),
             n_chunks=self._segments.n_rows,
-            vocabulary=self.vocabulary,
+            vocabulary=self.read_with,
         )
 
     def save(self, location: str | os.PathLike[str] | Store, *,
@@ -369,7 +381,7 @@ class Index:
         # Chunks of another chunker version, or documents read with another vocabulary,
         # must not mix with new ones: every stored document is read again.
         rechunk = (self._chunker_version != CHUNKER_VERSION
-                   or self.vocabulary not in (None, _VOCABULARY))
+                   or self.read_with not in (None, _info(self.vocabulary)))
         stored = self._segments.sha256s()
         meta = check_metadata_of(metadata or {}, set(stored) | {s.doc_id for s in sources})
         if rechunk:
@@ -389,7 +401,7 @@ class Index:
                 index_llm=self.index_llm, stored_sha256={} if rechunk else stored,
                 stored_vectors=self._stored_vectors, batch_bytes=batch_bytes,
                 workers=workers, progress=progress, started=started, executor=executor,
-                staging=labelled,
+                staging=labelled, vocabulary=self.vocabulary,
             )
             timings = {**run.timings, "index": 0.0}
             t = time.perf_counter()
@@ -420,7 +432,7 @@ class Index:
         else:
             added = updated = []
         self._chunker_version = CHUNKER_VERSION
-        self.vocabulary = _VOCABULARY
+        self.read_with = _info(self.vocabulary)
         timings["index"] += time.perf_counter() - t
         return UpdateReport(
             duplicates=duplicate_pairs(self._segments.sha256s(), [*added, *updated]),
@@ -475,7 +487,8 @@ class Index:
 
         Keyword options override fields of ``config`` (``budget=1000, k=3, doc_ids=[...]``).
         """
-        return Retriever(self.reader, config, refiner=self.refiner).retrieve(question, **options)
+        return Retriever(self.reader, config, refiner=self.refiner,
+                         vocabulary=self.vocabulary).retrieve(question, **options)
 
     def ask(self, question: str, llm: LLM | None = None, config: RetrievalConfig | None = None,
             **options: Any) -> Answer:

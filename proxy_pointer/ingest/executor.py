@@ -28,6 +28,7 @@ import numpy as np
 from ..embeddings import Embedder
 from ..errors import ConfigError
 from ..parse.chunking import ChunkConfig
+from ..vocab.filings import FILINGS, Vocabulary
 from .parsing import FailedDocument, ParsedDocument, ReadDocument
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ class Job:
     index_llm: LLM | None = None  # only where parsing runs in this process
     # Called after each PDF page converted in this process (progress); never sent elsewhere.
     on_page: Callable[[], None] | None = None
+    #: what documents are read with (their cards): it travels to workers as its file
+    vocabulary: Vocabulary = FILINGS
 
 
 @dataclass(frozen=True)
@@ -204,7 +207,9 @@ class LocalExecutor:
         pool = self._pool
         tokenizer = job.embedder.tokenizer
         return _Queued(tuple(docs), tuple(pool.submit(d.parse, job.config, job.recover_headings,
-                                                      tokenizer=tokenizer) for d in docs))
+                                                      tokenizer=tokenizer,
+                                                      vocabulary=job.vocabulary)
+                                          for d in docs))
 
     def result(self, handle: object) -> Batch:
         job = self._started()
@@ -214,7 +219,8 @@ class LocalExecutor:
         parsed: list[ParsedDocument | FailedDocument]
         if handle.futures is None:
             parsed = [d.parse(job.config, job.recover_headings, index_llm=job.index_llm,
-                              tokenizer=job.embedder.tokenizer, on_page=job.on_page)
+                              tokenizer=job.embedder.tokenizer, on_page=job.on_page,
+                              vocabulary=job.vocabulary)
                       for d in handle.docs]
         else:
             parsed = []

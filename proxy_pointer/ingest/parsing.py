@@ -26,6 +26,7 @@ from ..parse.summaries import SummaryCache, summary_chunks
 from ..parse.tree import MAX_LINE_CHARS, build_tree, split_lines, wrap_long_lines
 from ..stores import DocumentRecord
 from ..tokens import DocumentTokens, TokenCounter
+from ..vocab.filings import FILINGS, Vocabulary
 
 if TYPE_CHECKING:
     from ..llm.base import LLM
@@ -98,7 +99,8 @@ class ReadDocument:
 
     def parse(self, config: ChunkConfig, recover_headings: bool, *,
               index_llm: LLM | None = None, tokenizer: TokenCounter | None = None,
-              on_page: Callable[[], None] | None = None) -> ParsedDocument | FailedDocument:
+              on_page: Callable[[], None] | None = None, vocabulary: Vocabulary = FILINGS
+              ) -> ParsedDocument | FailedDocument:
         """:func:`parse_document` of this document, converted first if it is a PDF, HTML or
         Word file; a file that cannot be converted is a :class:`FailedDocument`.
         ``on_page``: called after each PDF page is read (progress)."""
@@ -106,7 +108,7 @@ class ReadDocument:
             return parse_document(self.text, self.doc_id, self.source_path, self.kind, config,
                                   recover_headings, digest=self.digest, index_llm=index_llm,
                                   tokenizer=tokenizer, pages=self.pages,
-                                  converter=self.converter)
+                                  converter=self.converter, vocabulary=vocabulary)
         t = time.perf_counter()
         try:
             converted = convert_bytes(self.data, self.source_path, on_page=on_page)
@@ -117,7 +119,7 @@ class ReadDocument:
                                 config, recover_headings, digest=self.digest,
                                 index_llm=index_llm, tokenizer=tokenizer,
                                 pages=converted.page_starts,
-                                converter=_converter_of(self.source_path))
+                                converter=_converter_of(self.source_path), vocabulary=vocabulary)
         return replace(parsed, text=converted.markdown if parsed.text is None else parsed.text,
                        warnings=converted.warnings + parsed.warnings, convert_seconds=seconds)
 
@@ -136,7 +138,8 @@ def bytes_digest(data: bytes, name: str) -> str:
 def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
                    config: ChunkConfig, recover_headings: bool, *, digest: str | None = None,
                    index_llm: LLM | None = None, tokenizer: TokenCounter | None = None,
-                   pages: tuple[int, ...] = (), converter: str = "") -> ParsedDocument:
+                   pages: tuple[int, ...] = (), converter: str = "",
+                   vocabulary: Vocabulary = FILINGS) -> ParsedDocument:
     """Tree, chunks and per-line token counts of one document.
 
     Module-level with picklable arguments so that a worker process can run it. ``digest``
@@ -193,7 +196,8 @@ def parse_document(text: str, doc_id: str, source_path: str, kind: str | None,
                                          tokenizer=tokenizer)
     tc = time.perf_counter()
     title = tree.title if tree else doc_id
-    card = read_card(text, title, [n.title for n in tree.roots] if tree is not None else ())
+    card = read_card(text, title, [n.title for n in tree.roots] if tree is not None else (),
+                     vocabulary=vocabulary)
     record = DocumentRecord(
         doc_id=doc_id, source_path=source_path, size=len(text.encode("utf-8")),
         sha256=digest, kind=kind, title=title,

@@ -47,6 +47,7 @@ from ..errors import ConfigError, DocumentError
 from ..parse.chunking import Chunk, ChunkConfig
 from ..stores import DocumentParts
 from ..stores.staging import MemoryStaging, Staging
+from ..vocab.filings import FILINGS, Vocabulary
 from .executor import EMBED_STEP, Batch, Executor, Job, LocalExecutor, embed_checked
 from .parsing import FailedDocument, ReadDocument, Source, bytes_digest, text_digest
 
@@ -210,8 +211,8 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
            batch_bytes: int = DEFAULT_BATCH_BYTES, workers: int | None = None,
            progress: Callable[[IngestProgress], None] | None = None,
            started: float | None = None, executor: Executor | None = None,
-           staging: Staging | None = None, max_file_bytes: int = MAX_FILE_BYTES
-           ) -> IngestResult:
+           staging: Staging | None = None, max_file_bytes: int = MAX_FILE_BYTES,
+           vocabulary: Vocabulary = FILINGS) -> IngestResult:
     """Read, parse and embed ``sources`` batch by batch; returns what to commit.
 
     A document whose text hashes to its ``stored_sha256`` entry is unchanged and not parsed.
@@ -228,7 +229,7 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
     whose ``workers`` are parsing processes; ``0``: parse here, in turn with embedding;
     ``None``: one per core, at most four); ``workers`` is only for that default.
     ``progress`` gets an :class:`IngestProgress` at the start, after every embedder call
-    made here and at the end of every batch.
+    made here and at the end of every batch. Cards are read with ``vocabulary``.
 
     Raises :class:`~proxy_pointer.errors.ConfigError` for a bad argument (``workers`` with
     an ``executor``, too), an embedder returning vectors of the wrong shape, or a job the
@@ -256,7 +257,7 @@ def ingest(sources: Sequence[Source], *, embedder: Embedder, config: ChunkConfig
     run.total_bytes = sum(size for batch in batches for _, size in batch)
     run.pages = {id(src): _pages(src, size) for src, size in sized}
     run.total_pages = sum(run.pages.values())
-    job = Job(embedder, config, recover_headings, index_llm, on_page=run.page_read)
+    job = Job(embedder, config, recover_headings, index_llm, run.page_read, vocabulary)
     with executor.start(job, batches=len(batches)) as pool:
         wanted = pool.batch_bytes(batch_bytes, run.total_bytes)
         if wanted != batch_bytes:

@@ -34,6 +34,7 @@ from ..embeddings import CachedEmbedder, Embedder, embedder_from_id
 from ..errors import ConfigError, ExecutorError, ProxyPointerError
 from ..package import needs
 from ..parse.chunking import ChunkConfig
+from ..vocab.filings import FILINGS, Vocabulary
 from .executor import EMBED_STEP, Batch, Job, check_workers, embed_checked, usable_cpus
 from .parsing import ParsedDocument, ReadDocument
 
@@ -106,7 +107,8 @@ class _Worker:
     """One actor: an embedder loaded once, then any number of batches."""
 
     def __init__(self, recipe: tuple[str, bytes | None, str | None],
-                 config: ChunkConfig, recover_headings: bool, threads: int) -> None:
+                 config: ChunkConfig, recover_headings: bool, threads: int,
+                 vocabulary: Vocabulary = FILINGS) -> None:
         # Before any model library loads: one thread per actor (see the module docstring).
         os.environ["OMP_NUM_THREADS"] = str(threads)
         os.environ["TOKENIZERS_PARALLELISM"] = "false"
@@ -115,10 +117,11 @@ class _Worker:
         self.embedder: Embedder = (inner if cache_dir is None
                                    else CachedEmbedder(inner, cache_dir))
         self.config, self.recover_headings = config, recover_headings
+        self.vocabulary = vocabulary
 
     def run(self, docs: list[ReadDocument], skip: frozenset[str]) -> Batch:
-        parsed = [d.parse(self.config, self.recover_headings, tokenizer=self.embedder.tokenizer)
-                  for d in docs]
+        parsed = [d.parse(self.config, self.recover_headings, tokenizer=self.embedder.tokenizer,
+                          vocabulary=self.vocabulary) for d in docs]
         todo = sorted({c.embed_text for p in parsed if isinstance(p, ParsedDocument)
                        for c in p.chunks} - skip)
         t = time.perf_counter()
@@ -162,8 +165,8 @@ class RayExecutor:
         self._ray = ray = start_ray()
         n = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor = ray.remote(num_cpus=1)(_Worker)
-        self._actors = [actor.remote(recipe, job.config, job.recover_headings, 1)
-                        for _ in range(n)]
+        self._actors = [actor.remote(recipe, job.config, job.recover_headings, 1,
+                                     job.vocabulary) for _ in range(n)]
         self._load = [[] for _ in range(n)]
         self._dimension = int(job.embedder.dimension)
         self.size, self.window = n, 2 * n

@@ -20,10 +20,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import date
+from functools import lru_cache
 from typing import Any
 
 from ..tokens import count_tokens
-from ..vocab.filings import FILINGS
+from ..vocab.filings import FILINGS, Vocabulary
 from .periods import DATE, Period, asked_periods, fiscal_year, parse_date, year_end_of
 
 __all__ = ["CARD_FIELDS", "KIND_WORDS", "Card", "abbreviates", "card_matches",
@@ -32,17 +33,6 @@ __all__ = ["CARD_FIELDS", "KIND_WORDS", "Card", "abbreviates", "card_matches",
 _HEAD_CHARS = 50_000  # the cover pages, after a glossy report's letter to shareholders
 _QUARTER_CHARS = 80_000  # "three and six months ended" is in the first statements
 
-# capitals: the cover, not "our Form 10-K"
-_FORM = re.compile(rf"\bFORM\s+({FILINGS.form_pattern})\b")
-# the forms read otherwise than by their cover: a release by its headline, a paper by its
-# abstract (each a row of the vocabulary)
-_RELEASE = FILINGS.read_by("headline")
-_PAPER = FILINGS.read_by("abstract")
-_VERB = FILINGS.release_verb_pattern
-# a release's headline: "Intel Reports Fourth-Quarter ... Results", "... Announces ... Results"
-_EARNINGS = re.compile(
-    rf"\b(?:{_VERB})\b[^.\n]{{0,80}}?\b(?:quarter|full[- ]year|fiscal[- ]year|annual)\b"
-    r"[^.\n]{0,60}?\bresults\b", re.I)
 _EARNINGS_PERIOD = re.compile(
     r"\b(?:(first|second|third|fourth)[\s-]+quarter|q([1-4]))\b(?:\s+and\s+(?:full|fiscal)"
     r"[\s-]+year)?(?:\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)?)?\s*((?:19|20)\d\d)", re.I)
@@ -54,15 +44,7 @@ _EVENT_ABOVE = re.compile(rf"({DATE})[ \t]*\n\s*\(?Date\s+of\s+Report\b", re.I)
 _MONTHS_ENDED = re.compile(r"\b(?:three\s+and\s+)?(six|nine)\s+months\s+ended", re.I)
 _REGISTRANT = re.compile(r"\(\s*exact\s+name\s+of\s+(?:the\s+)?registrant", re.I)
 _FILE_NUMBER = re.compile(r"commission\s+file\s+(?:number|no\.?)\s*:?\s*[\d-]+", re.I)
-# a registrant table's row: file number, name, where organised, employer number
-# ("1-12609 PG&E CORPORATION California 94-3234914"), the first row the filer
-_REGISTRANT_ROW = re.compile(
-    rf"^[ \t]*\d{{1,4}}-\d{{3,6}}[ \t]+(\S[^\n]{{0,100}}?)[ \t]+(?:{FILINGS.jurisdiction_pattern})"
-    r"[ \t]+\d{2}-\d{7}[ \t]*$", re.M)
-_FORMER = FILINGS.former_name_pattern
 _REGISTRANTS = 4  # rows of a registrant table read: the filer and up to three others
-_EXCHANGE = FILINGS.exchange_pattern
-_TICKER = re.compile(rf"(?<![\w$./-])([A-Z]{{1,5}}(?:\.[A-Z])?),?\s+{_EXCHANGE}")
 # a release's dateline naming the company's exchange and symbol ("PURCHASE, N.Y. - February
 # 9, 2023 - PepsiCo, Inc. (NASDAQ: PEP)"); a name may start in lower case ("eBay Inc.")
 _DATELINE = re.compile(
@@ -72,12 +54,54 @@ _DATELINE = re.compile(
 # "SANTA CLARA, Calif., Jan. 26, 2023 -- Intel Corporation today reported"; at most six
 # capitalised words before "today", so each start costs a bounded step
 _NAME_WORD = r"(?:[A-Z]|[a-z]{1,3}[A-Z])[\w&.'’-]*"
-_RELEASE_LINE = re.compile(
-    rf"(?<![\w&.'’-])({_NAME_WORD}(?:[ \t]+(?:&[ \t]+)?{_NAME_WORD}){{0,5}}),?[ \t]+today[ \t]+"
-    rf"(?:{_VERB})\b")
 # "for the first quarter ended March 31, 2023", "its first quarter fiscal 2024 ended April 30"
 _RELEASE_END = re.compile(rf"\bquarter\b[^.\n]{{0,40}}?\bended\s+({DATE})", re.I)
-_SUFFIXES = frozenset(FILINGS.legal_suffixes)
+
+
+
+@dataclass(frozen=True, eq=False)
+class _Rules:
+    """The card rules that read a vocabulary's words, compiled once per vocabulary
+    (:func:`_rules`): how a cover names its form ("FORM 10-K" in capitals: the cover's,
+    not "our Form 10-K"), the forms read by a headline (the release) or an abstract (the
+    paper), a release's headline and dateline verbs, a registrant table's row (file
+    number, name, where organised, employer number: "1-12609 PG&E CORPORATION California
+    94-3234914"), a trading symbol before its exchange, the marks before a former name and
+    the legal suffixes a short name drops."""
+
+    vocabulary: Vocabulary
+    form: re.Pattern[str]
+    release: str
+    paper: str
+    earnings: re.Pattern[str]
+    registrant_row: re.Pattern[str]
+    ticker: re.Pattern[str]
+    release_line: re.Pattern[str]
+    suffixes: frozenset[str]
+
+
+@lru_cache(maxsize=8)
+def _rules(vocabulary: Vocabulary) -> _Rules:
+    verb = vocabulary.release_verb_pattern
+    return _Rules(
+        vocabulary=vocabulary,
+        form=re.compile(rf"\bFORM\s+({vocabulary.form_pattern})\b"),
+        release=vocabulary.read_by("headline"), paper=vocabulary.read_by("abstract"),
+        # "Intel Reports Fourth-Quarter ... Results", "... Announces ... Results"
+        earnings=re.compile(
+            rf"\b(?:{verb})\b[^.\n]{{0,80}}?\b(?:quarter|full[- ]year|fiscal[- ]year|annual)\b"
+            r"[^.\n]{0,60}?\bresults\b", re.I),
+        registrant_row=re.compile(
+            rf"^[ \t]*\d{{1,4}}-\d{{3,6}}[ \t]+(\S[^\n]{{0,100}}?)[ \t]+"
+            rf"(?:{vocabulary.jurisdiction_pattern})[ \t]+\d{{2}}-\d{{7}}[ \t]*$", re.M),
+        ticker=re.compile(rf"(?<![\w$./-])([A-Z]{{1,5}}(?:\.[A-Z])?),?\s+"
+                          rf"{vocabulary.exchange_pattern}"),
+        release_line=re.compile(
+            rf"(?<![\w&.'’-])({_NAME_WORD}(?:[ \t]+(?:&[ \t]+)?{_NAME_WORD}){{0,5}}),?[ \t]+"
+            rf"today[ \t]+(?:{verb})\b"),
+        suffixes=frozenset(vocabulary.legal_suffixes))
+
+
 _GENERIC = {"company", "the company", "we", "us", "our", "registrant", "corporation",
             "parent", "issuer"}
 # a title that is the file's name: the endings of the formats read ("report.html")
@@ -140,10 +164,12 @@ CARD_FIELDS = ("title", "entity", "names", "kind", "period", "fiscal_year", "qua
                "period_end", "summary")
 
 
-def effective_card(card: Card, metadata: Mapping[str, Any]) -> Card:
+def effective_card(card: Card, metadata: Mapping[str, Any], *,
+                   vocabulary: Vocabulary = FILINGS) -> Card:
     """``card`` with the user's ``metadata`` fields of the same names in its place (the
     user knows better than a cover page). A metadata ``period`` such as ``"FY2021"`` or
-    ``"Q2 2023"`` also sets the fiscal year and quarter; a metadata ``entity`` also names."""
+    ``"Q2 2023"`` also sets the fiscal year and quarter; a metadata ``entity`` also names
+    (its short form by ``vocabulary``'s legal suffixes)."""
     given = {k: metadata[k] for k in CARD_FIELDS if k in metadata}
     if not given:
         return card
@@ -157,44 +183,49 @@ def effective_card(card: Card, metadata: Mapping[str, Any]) -> Card:
         if "period_end" not in given:  # the cover's end date belongs to the cover's period
             changes["period_end"] = target.end.isoformat() if target and target.end else ""
     if "entity" in given and "names" not in given:
-        changes["names"] = _names(over.entity, (), "")
+        changes["names"] = _names(over.entity, (), "", _rules(vocabulary))
     return replace(card, **changes)
 
 
-def read_card(text: str, title: str = "", headings: Sequence[str] = ()) -> Card:
+def read_card(text: str, title: str = "", headings: Sequence[str] = (), *,
+              vocabulary: Vocabulary = FILINGS) -> Card:
     """The card of a document whose Markdown is ``text`` (``title`` and top-level
-    ``headings`` from its tree)."""
+    ``headings`` from its tree), read with ``vocabulary``'s forms and words."""
+    r = _rules(vocabulary)
     head = _plain(text[:_HEAD_CHARS])
-    kind = _kind(head)
-    entity, ticker = _entity(head, kind)
-    period = _period(head, text, kind)
+    kind = _kind(head, r)
+    entity, ticker = _entity(head, kind, r)
+    period = _period(head, text, kind, r)
     # a combined report's other registrants ("Pacific Gas and Electric Company" on PG&E
     # Corporation's cover) are names the filing goes by too
-    others = [n for m in list(_REGISTRANT_ROW.finditer(head))[1:_REGISTRANTS]
+    others = [n for m in list(r.registrant_row.finditer(head))[1:_REGISTRANTS]
               if kind and (n := _clean_name(m.group(1)))]
-    extra = (*((ticker,) if ticker else ()), *(x for n in others for x in (n, short_name(n))))
-    names = _names(entity, extra, text)
+    extra = (*((ticker,) if ticker else ()),
+             *(x for n in others for x in (n, short_name(n, vocabulary=vocabulary))))
+    names = _names(entity, extra, text, r)
     summary = _abstract(text) if _ABSTRACT.search(text[:_HEAD_CHARS]) else ""
     if summary and not kind:
-        kind = _PAPER
+        kind = r.paper
     if not summary:
         summary = "; ".join(h for h in headings[:8] if h)[:300]
     return Card(
         title=entity if kind and entity and _is_cover_title(title) else title,
         entity=entity, names=names, kind=kind,
-        period=_label(period, kind), fiscal_year=period.year if period else None,
+        period=_label(period, kind, r), fiscal_year=period.year if period else None,
         quarter=period.quarter if period else None,
         period_end=period.end.isoformat() if period and period.end else "", summary=summary)
 
 
-def short_name(name: str) -> str:
-    """A company's name without "The", a web suffix and its legal suffixes ("The Boeing
-    Company" -> "Boeing", "PepsiCo, Inc." -> "PepsiCo", "Amazon.com, Inc." -> "Amazon",
-    "JPMorgan Chase & Co." -> "JPMorgan Chase"); the name itself when nothing is left."""
+def short_name(name: str, *, vocabulary: Vocabulary = FILINGS) -> str:
+    """A company's name without "The", a web suffix and its legal suffixes (``vocabulary``'s:
+    "The Boeing Company" -> "Boeing", "PepsiCo, Inc." -> "PepsiCo", "Amazon.com, Inc." ->
+    "Amazon", "JPMorgan Chase & Co." -> "JPMorgan Chase"); the name itself when nothing is
+    left."""
+    suffixes = _rules(vocabulary).suffixes
     words = re.sub(r"[.,]", " ", re.sub(r"\.com\b", "", name, flags=re.I)).split()
     if words and words[0].lower() == "the":
         words = words[1:]
-    while len(words) > 1 and words[-1].lower().replace(".", "") in _SUFFIXES:
+    while len(words) > 1 and words[-1].lower().replace(".", "") in suffixes:
         words = words[:-1]
     return " ".join(words) or name
 
@@ -208,25 +239,25 @@ def _plain(text: str) -> str:
     return "\n".join(re.sub(r"[ \t]+", " ", line).strip() for line in text.splitlines())
 
 
-def _kind(head: str) -> str:
+def _kind(head: str, r: _Rules) -> str:
     lead = head[:4000]
-    m = _FORM.search(head)  # "FORM 10-K" in capitals is the cover's, wherever it is
+    m = r.form.search(head)  # "FORM 10-K" in capitals is the cover's, wherever it is
     if m:
         return m.group(1).upper()
-    if _EARNINGS.search(head[:1500]) and (
-            _DATELINE.search(head[:6000]) or _RELEASE_LINE.search(head[:6000])
-            or FILINGS.release_header_pattern.search(head[:600])):
-        return _RELEASE
-    for phrase, form in FILINGS.cover_phrases:
+    if r.release and r.earnings.search(head[:1500]) and (
+            _DATELINE.search(head[:6000]) or r.release_line.search(head[:6000])
+            or r.vocabulary.release_header_pattern.search(head[:600])):
+        return r.release
+    for phrase, form in r.vocabulary.cover_phrases:
         if phrase in lead:
             return form
     return ""
 
 
-def _entity(head: str, kind: str) -> tuple[str, str]:
+def _entity(head: str, kind: str, r: _Rules) -> tuple[str, str]:
     """The registrant's name and trading symbol, or ``("", "")`` for a non-filing."""
     ticker = ""
-    m = _TICKER.search(head)
+    m = r.ticker.search(head)
     if m and kind:
         ticker = m.group(1)
     m = _REGISTRANT.search(head)
@@ -240,12 +271,12 @@ def _entity(head: str, kind: str) -> tuple[str, str]:
         name = _clean_name(line)
         if name:
             return name, ticker
-    m = _REGISTRANT_ROW.search(head) if kind and kind != _RELEASE else None
+    m = r.registrant_row.search(head) if kind and kind != r.release else None
     if m:
         name = _clean_name(m.group(1))
         if name:
             return name, ticker
-    if kind and kind != _RELEASE:
+    if kind and kind != r.release:
         m = _FILE_NUMBER.search(head)
         if m:
             after = [x.strip() for x in head[m.end():].split("\n") if x.strip()][:1]
@@ -254,12 +285,12 @@ def _entity(head: str, kind: str) -> tuple[str, str]:
                 after[0] if after else "")
             if line and _looks_like_name(line):
                 return _clean_name(line), ticker
-    if kind == _RELEASE:
+    if r.release and kind == r.release:
         m = _DATELINE.search(head[:6000])
         if m:
             name = _clean_name(re.split(r"\s[-–—]\s|\b20\d\d\b", m.group(1))[-1])
             return name, m.group(2)
-        m = _RELEASE_LINE.search(head[:6000])
+        m = r.release_line.search(head[:6000])
         if m:
             return _clean_name(m.group(1)), ""
     return "", ""
@@ -301,9 +332,9 @@ def _word_case(word: str) -> str:
     return word.capitalize() if word.isupper() else word
 
 
-def _period(head: str, text: str, kind: str) -> Period | None:
+def _period(head: str, text: str, kind: str, r: _Rules) -> Period | None:
     m = _ANNUAL.search(head)
-    if m and not _dated_within_year(kind):
+    if m and not _dated_within_year(kind, r):
         end = parse_date(m.group(1))
         return Period(_own_year(end, text), None, end) if end else None
     m = _QUARTERLY.search(head)
@@ -316,7 +347,7 @@ def _period(head: str, text: str, kind: str) -> Period | None:
     m = _EVENT.search(head) or _EVENT_ABOVE.search(head)
     if m and (when := parse_date(m.group(1))) is not None:
         return Period(when.year, None, when)
-    if kind == _RELEASE:
+    if r.release and kind == r.release:
         m = _EARNINGS_PERIOD.search(head[:3000])
         if m:
             q = int(m.group(2)) if m.group(2) else ("first", "second", "third",
@@ -326,10 +357,10 @@ def _period(head: str, text: str, kind: str) -> Period | None:
     return None
 
 
-def _dated_within_year(kind: str) -> bool:
+def _dated_within_year(kind: str, r: _Rules) -> bool:
     """Whether a filing of ``kind`` reports less than a fiscal year (a quarter, an event, a
     release), so its cover's "fiscal year ended" is not its period."""
-    form = FILINGS.form(kind)
+    form = r.vocabulary.form(kind)
     return form is not None and form.nature in ("quarterly", "current")
 
 
@@ -348,21 +379,23 @@ def _own_year(end: date, text: str) -> int:
     return fiscal_year(end)
 
 
-def _label(period: Period | None, kind: str) -> str:
+def _label(period: Period | None, kind: str, r: _Rules) -> str:
     if period is None:
         return ""
-    if FILINGS.event_dated(kind) and period.end is not None:
+    if r.vocabulary.event_dated(kind) and period.end is not None:
         return period.end.isoformat()
     return period.label
 
 
-def _names(entity: str, extra: Sequence[str], text: str) -> tuple[str, ...]:
+def _names(entity: str, extra: Sequence[str], text: str, r: _Rules | None = None
+           ) -> tuple[str, ...]:
     """Every name the entity goes by: itself, its short form, ``extra`` (a trading symbol)
     and names the document defines for it ("American Express Company (“Amex”)") that
     abbreviate it."""
+    r = r or _rules(FILINGS)
     if not entity:
         return tuple(extra)
-    short = short_name(entity)
+    short = short_name(entity, vocabulary=r.vocabulary)
     names = [entity, short, *extra]
     first = short.split()[0]
     if " " in short and len(first) >= 4 and first.isalpha() and count_tokens(first.lower()) > 1:
@@ -379,11 +412,11 @@ def _names(entity: str, extra: Sequence[str], text: str) -> tuple[str, ...]:
                 quoted = [m.group(1), *re.findall(r"[“\"]([^”\"]{2,40})[”\"]", m.group(2))]
                 names.extend(q.strip(" ,") for q in quoted if abbreviates(q.strip(" ,"), entity))
             # "Block, Inc. (f/k/a Square, Inc.)": the name it went by before
-            for m in re.finditer(rf"{pat},?\s*\(\s*(?:{_FORMER})\s+([^()\n]{{2,60}}?)\s*\)",
-                                 text, re.I):
+            for m in re.finditer(rf"{pat},?\s*\(\s*(?:{r.vocabulary.former_name_pattern})\s+"
+                                 r"([^()\n]{2,60}?)\s*\)", text, re.I):
                 former = _clean_name(m.group(1))
                 if former:
-                    names.extend((former, short_name(former)))
+                    names.extend((former, short_name(former, vocabulary=r.vocabulary)))
     seen: dict[str, str] = {}
     for n in names:
         if n and n.lower() not in _GENERIC:
@@ -460,7 +493,8 @@ def _is_cover_title(title: str) -> bool:
 KIND_WORDS = FILINGS.kind_words
 
 
-def card_matches(card: Card, key: str, value: str) -> bool:
+def card_matches(card: Card, key: str, value: str, *,
+                 vocabulary: Vocabulary = FILINGS) -> bool:
     """Whether ``card`` holds ``key=value`` (a ``where`` filter on a card field): ``entity``
     and ``names`` match any name the entity goes by, case aside; ``kind`` its kind or a
     common word for it ("annual report" for a 10-K); ``period`` the same fiscal year (and
@@ -468,9 +502,9 @@ def card_matches(card: Card, key: str, value: str) -> bool:
     want = value.strip().lower()
     if key in ("entity", "names"):
         names = {n.lower() for n in (card.entity, *card.names) if n}
-        return want in names or short_name(value).lower() in names
+        return want in names or short_name(value, vocabulary=vocabulary).lower() in names
     if key == "kind":
-        return want == card.kind.lower() or want in KIND_WORDS.get(card.kind, ())
+        return want == card.kind.lower() or want in vocabulary.kind_words.get(card.kind, ())
     if key == "period":
         if want == card.period.lower():
             return True

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..parse.cards import Card
-from ..vocab.filings import FILINGS
+from ..vocab.filings import FILINGS, Vocabulary
 
 __all__ = ["Coverage", "coverage", "printed_years", "years_held"]
 
@@ -72,11 +72,12 @@ def _years(years: Sequence[int]) -> str:
     return ", ".join(map(str, years))
 
 
-def years_held(card: Card) -> tuple[int, ...]:
-    """The fiscal years a filing reports: its own and its form's comparatives."""
+def years_held(card: Card, vocabulary: Vocabulary = FILINGS) -> tuple[int, ...]:
+    """The fiscal years a filing reports: its own and its form's comparatives (the form's
+    ``years`` in ``vocabulary``)."""
     if card.fiscal_year is None:
         return ()
-    form = FILINGS.form(card.kind)
+    form = vocabulary.form(card.kind)
     n = form.years if form is not None else 1
     return tuple(range(card.fiscal_year - n + 1, card.fiscal_year + 1))
 
@@ -93,7 +94,7 @@ def printed_years(texts: Iterable[str]) -> set[int]:
 
 
 def coverage(span: Sequence[int], texts: Iterable[str], documents: Sequence[str],
-             family: Mapping[str, Card]) -> Coverage:
+             family: Mapping[str, Card], vocabulary: Vocabulary = FILINGS) -> Coverage:
     """:class:`Coverage` of the asked years ``span`` by the handed ``texts`` (from
     ``documents``), naming filings of ``family`` (the same company's, on the shelf) for the
     years missing; ``family`` never includes a document the request may not search."""
@@ -102,7 +103,7 @@ def coverage(span: Sequence[int], texts: Iterable[str], documents: Sequence[str]
     found = printed_years(texts) & set(span)
     missing = set(span) - found
     elsewhere: list[tuple[str, tuple[int, ...]]] = []
-    reports = {d: years_held(c) for d, c in family.items() if d not in documents}
+    reports = {d: years_held(c, vocabulary) for d, c in family.items() if d not in documents}
     held = {d: set(years) & missing for d, years in reports.items()}
     while missing:
         # the filing reporting most of what is missing; then the longer form, the latest

@@ -12,46 +12,54 @@ text as the search. Every reading is linear in the question's length.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 
-from ..parse.cards import KIND_WORDS
 from ..parse.periods import Asked, asked_periods
-from ..vocab.filings import FILINGS
+from ..vocab.filings import FILINGS, Vocabulary
 from ..vocab.keys import singular, word_spans
 from .config import MAX_QUESTION_CHARS
 
 __all__ = ["Question"]
 
-_PAPER = FILINGS.read_by("abstract")
 _NAME_WORD = re.compile(r"[\w&]+")
 _CAPITALS = re.compile(r"(?<![\w&])[A-Z]{2,6}(?![\w&])")
 _WORD = re.compile(r"\w+")
-_ASKED = FILINGS.labels_read("question")
-_LABEL_RE = re.compile(
-    rf"\b({'|'.join(re.escape(w) for lab in _ASKED for w in (lab.word, *lab.aliases))})\s+"
-    r"((?:\d+[a-z]?(?:\.\d+)*)|(?:[ivxlc]+)\b|(?:[a-z]\b(?:\.\d+)*))",
-    re.IGNORECASE,
-)
-# another spelling -> the label word ("fig." -> "figure"), as a question's word is read
-_ALIASES = {a.lower().rstrip("."): lab.word for lab in _ASKED for a in lab.aliases}
+
+
+@lru_cache(maxsize=8)
+def _labels(vocabulary: Vocabulary) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    """The pattern of a label a question names ("table 3", "section 2.1") from
+    ``vocabulary``'s label words read in questions (``None``: it has none), and each other
+    spelling's word ("fig." -> "figure")."""
+    asked = vocabulary.labels_read("question")
+    if not asked:
+        return None, {}
+    pattern = re.compile(
+        rf"\b({'|'.join(re.escape(w) for lab in asked for w in (lab.word, *lab.aliases))})\s+"
+        r"((?:\d+[a-z]?(?:\.\d+)*)|(?:[ivxlc]+)\b|(?:[a-z]\b(?:\.\d+)*))",
+        re.IGNORECASE)
+    return pattern, {a.lower().rstrip("."): lab.word for lab in asked for a in lab.aliases}
 
 
 @dataclass(frozen=True, eq=False)
 class Question:
     """A question as the stages read it: its ``text`` (as searched) and, each computed
     once when first read, the periods it asks, the form it names, the phrases that lean
-    to a form, its words as names, phrases and title words, and the labels it names."""
+    to a form, its words as names, phrases and title words, and the labels it names; the
+    forms, cues and label words are ``vocabulary``'s."""
 
     text: str
+    vocabulary: Vocabulary = field(default=FILINGS, repr=False)
 
     @classmethod
-    def of(cls, question: str | Question) -> Question:
-        """``question`` as a :class:`Question`, its text trimmed to the characters search
-        reads (:data:`~.config.MAX_QUESTION_CHARS`)."""
+    def of(cls, question: str | Question, *, vocabulary: Vocabulary = FILINGS) -> Question:
+        """``question`` as a :class:`Question` read with ``vocabulary``, its text trimmed
+        to the characters search reads (:data:`~.config.MAX_QUESTION_CHARS`); a Question
+        is handed back as it is."""
         if isinstance(question, Question):
             return question
-        return cls(question[:MAX_QUESTION_CHARS])
+        return cls(question[:MAX_QUESTION_CHARS], vocabulary)
 
     @cached_property
     def asked(self) -> Asked:
@@ -62,8 +70,9 @@ class Question:
     def kind(self) -> str:
         """The form it names ("10-Q", "earnings release"), or ""."""
         q = self.text.lower()
-        for kind, words in KIND_WORDS.items():
-            if kind == _PAPER:
+        paper = self.vocabulary.read_by("abstract")
+        for kind, words in self.vocabulary.kind_words.items():
+            if kind == paper:
                 continue
             if any(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", q) for w in words
                    if w not in ("annual", "quarterly", "earnings")):
@@ -74,7 +83,7 @@ class Question:
     def cued_forms(self) -> dict[str, tuple[str, ...]]:
         """The forms its words lean to, each with the phrases that cue it
         (:meth:`~proxy_pointer.vocab.filings.Vocabulary.cued_forms`)."""
-        return FILINGS.cued_forms(self.text, spans=self.spans)
+        return self.vocabulary.cued_forms(self.text, spans=self.spans)
 
     @cached_property
     def lower(self) -> bool:
@@ -106,10 +115,11 @@ class Question:
     def labels(self) -> tuple[tuple[str, str], ...]:
         """The heading labels it names, first first: ``(("chapter", "2"), ("box", "1.1"))``
         (the vocabulary's label words read in questions)."""
+        pattern, aliases = _labels(self.vocabulary)
         out: list[tuple[str, str]] = []
-        for word, num in _LABEL_RE.findall(self.text):
+        for word, num in pattern.findall(self.text) if pattern is not None else ():
             word, num = word.lower().rstrip("."), num.lower()
-            word = _ALIASES.get(word, word)
+            word = aliases.get(word, word)
             if (word, num) not in out:
                 out.append((word, num))
         return tuple(out)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..access import public_metadata
 from ..refs import Ref
-from ..vocab.filings import FILINGS
+from ..vocab.filings import FILINGS, Vocabulary
 from ..vocab.keys import heading_key
 from ..vocab.synonyms import Synonyms
 from ..vocab.understanding import Understanding, understand
@@ -103,8 +103,12 @@ class Retriever:
 
     def __init__(self, corpus: Corpus, config: RetrievalConfig | None = None, *,
                  steps: Sequence[Step] = STEPS, refiner: Refiner | None = None,
-                 choice: Weights | None = WEIGHTS) -> None:
+                 choice: Weights | None = WEIGHTS, vocabulary: Vocabulary = FILINGS) -> None:
         self.corpus = corpus
+        #: The vocabulary questions are read with: the forms routing and the document
+        #: choice know, the concepts understanding expands (``tuning.vocabulary``), the
+        #: label words ranking reads (:mod:`~proxy_pointer.vocab.filings`).
+        self.vocabulary = vocabulary
         self.config = config or RetrievalConfig()
         #: The ranking steps run on the candidates, in order (:mod:`.steps`).
         self.steps: tuple[Step, ...] = tuple(steps)
@@ -127,7 +131,8 @@ class Retriever:
             return Retrieval(question, (), cfg.budget, 0)
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        read = Question.of(question)  # every stage reads this one reading of the question
+        # every stage reads this one reading of the question
+        read = Question.of(question, vocabulary=self.vocabulary)
         routed, others, shelf = (self._route(read, cfg) if cfg.tuning.route
                                  else (Route(), np.empty(0, np.int64), Shelf({})))
         if self.choice is None or not (routed.open or _several(routed)):
@@ -176,7 +181,7 @@ class Retriever:
         used = sum(s.tokens for s in sections)
         return Retrieval(question, tuple(sections), cfg.budget, used, asked.trace.nodes,
                          tuple(omitted), timings, routed, expansion,
-                         _covered(span, sections, shelf))
+                         _covered(span, sections, shelf, self.vocabulary))
 
     # --- search ---------------------------------------------------------------------
     def _narrowed(self, documents: Iterable[str], others: np.ndarray,
@@ -193,7 +198,7 @@ class Retriever:
         vocabulary's concepts; the line items of a question that ``spans`` periods)."""
         synonyms = cfg.tuning.synonyms if isinstance(cfg.tuning.synonyms, Synonyms) else None
         expansion = understand(question.text,
-                               vocabulary=FILINGS if cfg.tuning.vocabulary else None,
+                               vocabulary=self.vocabulary if cfg.tuning.vocabulary else None,
                                synonyms=synonyms, spans=spans, read=question.spans)
         corpus, q = self._embedded(expansion.embedded(question.text), cfg, timings)
         return corpus, q, expansion
@@ -228,12 +233,12 @@ class Retriever:
             seen = self.corpus.visible_documents(view)
             allowed = set(seen) if cfg.doc_ids is None else set(seen) & set(cfg.doc_ids)
             return Shelf({d: c for d, c in self.corpus.cards().items() if d in allowed},
-                         aliases)
+                         aliases, vocabulary=self.vocabulary)
 
         # One shelf, and its unclaimed rows, per view (and doc_ids, aliases) and
         # generation, as visible rows are kept: a routed question pays for neither again.
         derived = self.corpus.derived
-        kept = derived.visible(("shelf", view, cfg.doc_ids, aliases), shelf)
+        kept = derived.visible(("shelf", view, cfg.doc_ids, aliases, self.vocabulary), shelf)
         rows = derived.visible(("unclaimed", view, cfg.doc_ids),
                                lambda: np.sort(self.corpus.rows_for(kept.unclaimed)))
         return kept.route(question), rows, kept
@@ -320,14 +325,15 @@ class Retriever:
 
 
 # --- helpers ----------------------------------------------------------------------------
-def _covered(span: Sequence[int], sections: Sequence[Section], shelf: Shelf) -> Coverage:
+def _covered(span: Sequence[int], sections: Sequence[Section], shelf: Shelf,
+             vocabulary: Vocabulary) -> Coverage:
     """Which of the years a question spans (``span``) the ``sections`` hold, and the filings
     of the first section's company on ``shelf`` that report the rest."""
     if not span:
         return Coverage()
     documents = list(dict.fromkeys(s.doc_id for s in sections))
     family = shelf.family(documents[0]) if documents else {}
-    return coverage(span, (s.text for s in sections), documents, family)
+    return coverage(span, (s.text for s in sections), documents, family, vocabulary)
 
 
 @dataclass(frozen=True)

@@ -44,14 +44,12 @@ from typing import Any
 from ..parse.cards import Card, abbreviates, short_name
 from ..parse.periods import Period
 from ..tokens import count_tokens
-from ..vocab.filings import FILINGS
+from ..vocab.filings import FILINGS, Vocabulary
 from ..vocab.synonyms import Synonyms
 from .question import Question
 
 __all__ = ["Route", "Shelf", "route"]
 
-_ANNUAL = FILINGS.natures("annual")  # 10-K, 10-KT, 20-F, 40-F
-_RELEASE = FILINGS.read_by("headline")  # the earnings release
 #: Capitalised words of business prose that are never a company's abbreviation here.
 _ACRONYMS = frozenset("CEO CFO COO CTO EPS GAAP EBIT EBITDA FY USD US UK EU ESG AGM SEC IPO "
                       "ROE ROA ROI ROIC FCF CAPEX OPEX LLC LTD INC PLC NYSE NASDAQ YOY QOQ "
@@ -105,21 +103,25 @@ class Route:
 
 
 def route(question: str | Question, cards: Mapping[str, Card],
-          aliases: Synonyms | None = None) -> Route:
+          aliases: Synonyms | None = None, *, vocabulary: Vocabulary = FILINGS) -> Route:
     """The documents of ``cards`` that ``question`` is about (:class:`Route`); an empty
     route when it names no entity the cards know (or the shelf is one entity and it
     names no period). ``aliases``: a user's names for entities, in the synonyms format.
     Builds a :class:`Shelf` each call: hold one to route many."""
-    return Shelf(cards, aliases).route(question)
+    return Shelf(cards, aliases, vocabulary=vocabulary).route(question)
 
 
 class Shelf:
     """The cards of the documents one view may search, indexed for routing: documents
     grouped into entities (those sharing any name are one), each name by its first word,
     each entity by its initial. Built once per view and generation; routing a question
-    then costs a lookup per question word, not a pass over the cards."""
+    then costs a lookup per question word, not a pass over the cards. ``vocabulary``: the
+    forms the cards' kinds are (their nature, how a question names them, whether an event
+    dates them) and the legal suffixes of names."""
 
-    def __init__(self, cards: Mapping[str, Card], aliases: Synonyms | None = None) -> None:
+    def __init__(self, cards: Mapping[str, Card], aliases: Synonyms | None = None, *,
+                 vocabulary: Vocabulary = FILINGS) -> None:
+        self.vocabulary = vocabulary
         self.cards = dict(cards)
         self.groups = _entities(self.cards)
         #: Documents whose cards name no entity (papers, manuals): never routed away.
@@ -137,7 +139,7 @@ class Shelf:
         for i, members in enumerate(self.groups):
             names = {n for d in members for n in (self.cards[d].entity, *self.cards[d].names)
                      if n}
-            names |= _aliases(names, aliases)
+            names |= _aliases(names, aliases, vocabulary)
             for n in names:
                 first = re.match(r"[\w&]*", n.lower())
                 self._by_word.setdefault(first.group(0) if first else "", []).append((n, i))
@@ -158,7 +160,7 @@ class Shelf:
         if not self.groups:
             return Route()
         cards = self.cards
-        question = Question.of(question)
+        question = Question.of(question, vocabulary=self.vocabulary)
         named, hits = self._named(question)
         target = question.asked.target
         kind = question.kind
@@ -177,7 +179,7 @@ class Shelf:
         g = self._group_of.get(doc_id)
         if g is None:
             return Route()
-        question = Question.of(question)
+        question = Question.of(question, vocabulary=self.vocabulary)
         r = self._for_groups(question, [g], [], question.asked.target, question.kind)
         note = f"No company named: what the filings hold points to {self.entities[g]}."
         return replace(r, note=" ".join(filter(None, (note, r.note))))
@@ -201,15 +203,15 @@ class Shelf:
         hard = True
         for g in named:
             members = self.groups[g]
-            chosen, note = _by_period(members, cards, target, self.entities[g])
+            chosen, note = _by_period(members, cards, target, self.entities[g], self.vocabulary)
             if kind:
                 of_kind = [d for d in chosen if cards[d].kind == kind] or [
                     d for d in members if cards[d].kind == kind and (
-                        target is None or _score(cards[d], target) > 0)]
+                        target is None or _score(cards[d], target, self.vocabulary) > 0)]
                 chosen = of_kind or chosen
             docs.extend(chosen)
             candidates += _candidates(members, cards, chosen, target, kind, cued, g,
-                                      written.get(g, ""))
+                                      self.vocabulary, written.get(g, ""))
             hard = hard and len(chosen) == 1
             considered += [(d, d in chosen, _why(cards[d], target, kind, d in chosen))
                            for d in sorted(members)]
@@ -249,7 +251,7 @@ class Shelf:
         years = {target.year} if target.end is None else {target.end.year, target.end.year + 1}
         best: dict[int, tuple[int, list[str]]] = {}
         for d in (d for y in sorted(years) for d in self._by_year.get(y, ())):
-            score = _score(cards[d], target)
+            score = _score(cards[d], target, self.vocabulary)
             if score <= 0 or (kind and cards[d].kind != kind):
                 continue
             g = self._group_of[d]
@@ -278,14 +280,14 @@ class Shelf:
 
 
 # --- entities ---------------------------------------------------------------------------
-def _aliases(names: set[str], aliases: Synonyms | None) -> set[str]:
+def _aliases(names: set[str], aliases: Synonyms | None, vocabulary: Vocabulary) -> set[str]:
     """More names of an entity known by ``names``: the initials of a name joined by an
     ampersand ("Procter & Gamble": "P&G", "PnG"; "Johnson & Johnson": "J&J", "JnJ"), and
     every term of a user's alias rule one of whose terms is a name already ("Pepsi,
     PepsiCo"; "Pepsi => PepsiCo")."""
     out = set()
     for n in names:
-        parts = re.split(r"\s*(?:&|\band\b)\s*", short_name(n))
+        parts = re.split(r"\s*(?:&|\band\b)\s*", short_name(n, vocabulary=vocabulary))
         if len(parts) == 2 and all(p[:1].isalpha() and p[:1].isupper() for p in parts):
             a, b = parts[0][0], parts[1][0]
             out |= {f"{a}&{b}", f"{a}n{b}"}
@@ -382,19 +384,19 @@ def _why(card: Card, target: Period | None, kind: str, kept: bool) -> str:
 
 
 def _by_period(members: Sequence[str], cards: Mapping[str, Card], target: Period | None,
-               name: str) -> tuple[list[str], str]:
+               name: str, vocabulary: Vocabulary) -> tuple[list[str], str]:
     """The documents of one entity (``name``) that answer for ``target``, and a note when
     none covers it (module docstring, step 2)."""
     dated = [d for d in members if cards[d].fiscal_year is not None]
     if not dated:
         return list(members), ""
     if target is None:
-        annual = [d for d in dated if cards[d].kind in _ANNUAL]
+        annual = [d for d in dated if cards[d].kind in vocabulary.natures("annual")]
         if not annual:
             return list(members), ""
         last = max(_order(cards[d]) for d in annual)
         return [d for d in dated if _order(cards[d]) >= last], ""
-    scores = {d: _score(cards[d], target) for d in dated}
+    scores = {d: _score(cards[d], target, vocabulary) for d in dated}
     best = max(scores.values())
     if best > 0:
         return [d for d in dated if scores[d] == best], ""
@@ -410,7 +412,7 @@ def _by_period(members: Sequence[str], cards: Mapping[str, Card], target: Period
 
 def _candidates(members: Sequence[str], cards: Mapping[str, Card], chosen: Sequence[str],
                 target: Period | None, kind: str, cued: Sequence[str], group: int,
-                written: str = "") -> list[tuple[str, float, int]]:
+                vocabulary: Vocabulary, written: str = "") -> list[tuple[str, float, int]]:
     """The filings of one entity the document choice weighs (:attr:`Route.candidates`):
     ``chosen`` at prior 1; the others that cover ``target`` (of ``kind``, when asked) and
     those whose entity the name as ``written`` was while the newest filing's is another (a
@@ -420,12 +422,12 @@ def _candidates(members: Sequence[str], cards: Mapping[str, Card], chosen: Seque
     if target is not None:
         for d in members:
             if d not in out and not (kind and cards[d].kind != kind) and (
-                    score := _score(cards[d], target)) > 0:
+                    score := _score(cards[d], target, vocabulary)) > 0:
                 out[d] = _COVER_PRIOR * score / 5
     if written:  # a former name: the filings it was the entity's name on, too
         def named(d: str) -> bool:
-            return written.lower() in {cards[d].entity.lower(),
-                                       short_name(cards[d].entity).lower()}
+            return written.lower() in {
+                cards[d].entity.lower(), short_name(cards[d].entity, vocabulary=vocabulary).lower()}
 
         newest = max(members, key=lambda d: (_order(cards[d]), d))
         for d in [] if named(newest) else [d for d in members if named(d)]:
@@ -449,40 +451,43 @@ _UNNAMED_PRIOR = 0.5
 _UNNAMED = "No company named: what the filings hold decides."
 
 
-def _score(card: Card, target: Period) -> int:
-    """How well a card's period answers the asked one (0: not at all)."""
+def _score(card: Card, target: Period, vocabulary: Vocabulary) -> int:
+    """How well a card's period answers the asked one (0: not at all); ``vocabulary``
+    says which kinds are annual reports and which the earnings release."""
+    annual = vocabulary.natures("annual")
     if target.start is not None and target.end is not None:
         # a month: the filings dated or ending in it, else the calendar year's, below them
         if card.period_end and target.start.isoformat() <= card.period_end <= (
                 target.end.isoformat()):
             return 5
-        return 3 * _score(card, Period(target.year)) // 5  # 5 -> 3, 4 -> 2, 2 -> 1
+        return 3 * _score(card, Period(target.year), vocabulary) // 5  # 5 -> 3, 4 -> 2, 2 -> 1
     if target.end is not None:
-        return _date_score(card, target.end)
+        return _date_score(card, target.end, vocabulary)
     if card.fiscal_year != target.year:
         return 0
     if target.quarter is not None:
         if card.quarter == target.quarter:
             return 5
-        if card.quarter is None and card.kind in _ANNUAL:
+        if card.quarter is None and card.kind in annual:
             # the annual report of that fiscal year covers each of its quarters: its fourth
             # quarter as the year's last, the others where no quarterly report is on the shelf
             return 3 if target.quarter == 4 else 2
         return 0
     if card.quarter is None:
-        return 5 if card.kind in _ANNUAL or not card.kind else 1
-    if card.kind == _RELEASE and card.quarter == 4:
+        return 5 if card.kind in annual or not card.kind else 1
+    release = vocabulary.read_by("headline")
+    if release and card.kind == release and card.quarter == 4:
         return 4
     return 2
 
 
-def _date_score(card: Card, when: date) -> int:
+def _date_score(card: Card, when: date, vocabulary: Vocabulary) -> int:
     if not card.period_end:
         return 0
     end = date.fromisoformat(card.period_end)
     if end == when:
         return 5
-    event = FILINGS.event_dated(card.kind)
+    event = vocabulary.event_dated(card.kind)
     span = 370 if card.quarter is None and not event else 95
     return 3 if not event and end - timedelta(days=span) < when <= end else 0
 

@@ -168,6 +168,12 @@ class Vocabulary:
     #: records of the vocabulary it was read with
     name: str = ""
     sha256: str = ""
+    path: str = ""  # the file it was read from
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its file and hash (a worker process reads the file once and checks
+        the hash), so the shipped vocabulary stays one object in every process."""
+        return (_reread, (self.path, self.sha256))
 
     def statement(self, key: str) -> Statement:
         return next(s for s in self.statements if s.key == key)
@@ -196,8 +202,15 @@ class Vocabulary:
 
     def read_by(self, means: str) -> str:
         """The form a document is known as by ``means`` other than its cover ("headline":
-        the earnings release; "abstract": the paper)."""
-        return next(f.name for f in self.forms if f.read_by == means)
+        the earnings release; "abstract": the paper); "" when no form is."""
+        return self._read_by.get(means, "")
+
+    @cached_property
+    def _read_by(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for f in self.forms:
+            out.setdefault(f.read_by, f.name)
+        return out
 
     def event_dated(self, kind: str) -> bool:
         """Whether a filing of ``kind`` is dated by its event (an 8-K, a 6-K)."""
@@ -212,7 +225,14 @@ class Vocabulary:
 
     def natures(self, nature: str) -> tuple[str, ...]:
         """The names of the forms of one nature: ``natures("annual")`` -> 10-K, 10-KT, ..."""
-        return tuple(f.name for f in self.forms if f.nature == nature)
+        return self._natures.get(nature, ())
+
+    @cached_property
+    def _natures(self) -> dict[str, tuple[str, ...]]:
+        out: dict[str, tuple[str, ...]] = {}
+        for f in self.forms:
+            out[f.nature] = (*out.get(f.nature, ()), f.name)
+        return out
 
     @cached_property
     def kind_words(self) -> dict[str, tuple[str, ...]]:
@@ -453,7 +473,7 @@ def read_vocabulary(path: str | Path = _PATH) -> Vocabulary:
         concepts=tuple(Concept(r["key"], _tup(r, "written"), _tup(r, "statements"),
                                _tup(r, "items"), _tup(r, "matches"), _tup(r, "misses"))
                        for r in data.get("concept", ())),
-        name=path.stem, sha256=hashlib.sha256(raw).hexdigest())
+        name=path.stem, sha256=hashlib.sha256(raw).hexdigest(), path=str(path))
     _check(vocab, path)
     return vocab
 
@@ -491,4 +511,19 @@ def _check(vocab: Vocabulary, path: Path) -> None:
                               f"define: {', '.join(bad)}")
 
 
+_READ: dict[str, Vocabulary] = {}  # path -> the vocabulary read from it, in this process
+
+
+def _reread(path: str, sha256: str) -> Vocabulary:
+    """The vocabulary of ``path`` as a pickle names it: read once per process; a
+    :class:`~proxy_pointer.errors.ConfigError` when the file changed since."""
+    vocab = _READ.get(path)
+    if vocab is None:
+        vocab = _READ.setdefault(path, read_vocabulary(path))
+    if vocab.sha256 != sha256:
+        raise ConfigError(f"{path}: the vocabulary changed while it was in use")
+    return vocab
+
+
 FILINGS = read_vocabulary()
+_READ.setdefault(FILINGS.path, FILINGS)

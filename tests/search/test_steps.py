@@ -105,7 +105,7 @@ def test_the_chunk_steps_work_on_chunks_and_group_merges_them(index: Index) -> N
     cands, query = _candidates(idx, "What does the cash flow statement show?")
     chunks = chunk_candidates(idx.reader, chunk_ranking(cands))
     moved = boosts(chunks, query, idx.reader)
-    assert [c.node_id for c in moved][0] != [c.node_id for c in chunks][0]
+    assert moved[0].node_id != chunks[0].node_id
     assert idx.reader.crumbs(moved[0].rows)[0][-1] == "Consolidated Statements of Cash Flows"
 
 
