@@ -259,8 +259,12 @@ def _span(question: str, years: set[int]) -> tuple[int, ...]:
 _AS_OF = re.compile(r"\bas\s+(?:of|at)\s+", re.I)
 _IN_REPORT = re.compile(r"\b(?:in|per|according\s+to|from|with)\s+(?:its|the|their)\s+",
                         re.I)
-_REPORT = re.compile(r"^[^.?!;]{0,30}?\b(?:report|10-?k|10-?q|filing|statements?|results|"
-                     r"release)\b", re.I)
+# ... a report, a filing, or an annual or quarterly form as a question writes it ("10-K")
+_REPORTS = sorted({w.lower() for f in FILINGS.forms if f.nature in ("annual", "quarterly")
+                   for w in (f.name, *f.written)}, key=lambda w: (-len(w), w))
+_REPORT = re.compile(r"^[^.?!;]{0,30}?\b(?:report|filing|statements?|results|release|"
+                     + "|".join(r"\s+".join(map(re.escape, w.split())) for w in _REPORTS)
+                     + r")\b", re.I)
 _ANCHOR_CHARS = 40  # a period written within this many characters after the phrase
 
 
