@@ -10,7 +10,7 @@
     python -m benchmarks.quality.bench_chunking [--sample 200] [--repeats 3] [--no-embed] \
         [--out-dir DIR]
 
-Writes benchmarks/results/chunking-speed.{json,md} and chunking-sizes.{json,md}.
+Writes benchmarks/results/chunking/chunking-speed.{json,md} and chunking-sizes.{json,md}.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ note or Item 1: acquisitions, lawsuits, segments, where it operates), one that *
 concept** of the vocabulary ("Is the company's quick ratio healthy?"), and **other**.
 Questions this project wrote about a dataset's documents
 (``benchmarks/questions/<dataset>.jsonl``, its ``meta.written`` says so) are read with the
-dataset's own. Writes ``benchmarks/results/concepts.{json,md}`` and each run's harness
+dataset's own. Writes ``benchmarks/results/concepts/concepts.{json,md}`` and each run's harness
 report beside them.
 """
 

@@ -18,7 +18,8 @@ before a change), so before and after come from the same labels and the same rul
     python -m benchmarks.quality.bench_filing_structure --code /tmp/before --label before
     python -m benchmarks.quality.bench_filing_structure --label after
 
-Each run writes ``benchmarks/results/filing-structure-<label>.json``; ``--report`` joins
+Each run writes ``benchmarks/results/filing_structure/filing-structure-<label>.json``;
+``--report`` joins
 the labels present into ``filing-structure.{json,md}``.
 """
 

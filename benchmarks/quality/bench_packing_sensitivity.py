@@ -20,7 +20,7 @@ Same harness, packing rule and metrics as ``run_benchmark``; any-hit at 500/1000
     python -m benchmarks.quality.bench_shapes --label after   # writes the variants first
     python -m benchmarks.quality.bench_packing_sensitivity
 
-Writes ``benchmarks/results/packing-sensitivity.{json,md}``.
+Writes ``benchmarks/results/packing_sensitivity/packing-sensitivity.{json,md}``.
 """
 
 from __future__ import annotations

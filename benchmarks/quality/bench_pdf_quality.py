@@ -11,12 +11,12 @@ Usage::
 1. ``financebench-dev`` (9 FinanceBench PDFs, 28 questions): ``proxy-pointer`` indexes the
    PDFs through the library's converter; ``flat`` (2,000/200-character windows, vectors)
    and ``bm25`` read the plain pypdfium2 page text; ``oracle`` returns the gold pages' plain
-   text. Writes ``benchmarks/results/financebench-dev-<date>.{json,md,png}``, the harness
+   text. Writes ``benchmarks/results/pdf_quality/financebench-dev.{json,md,png}``, the harness
    report plus per-filing counts.
 2. The filings that ``finance-10k`` also holds as LlamaParse Markdown (American Express,
    Boeing, PepsiCo 2022 10-Ks): the same questions, with the same loose matching, over that
    Markdown (``proxy-pointer``, ``flat``, ``bm25``), set beside run 1's numbers on those
-   filings. Writes ``benchmarks/results/financebench-pdf-vs-llamaparse.{json,md}``.
+   filings. Writes ``benchmarks/results/pdf_quality/financebench-pdf-vs-llamaparse.{json,md}``.
 
 Gold passages were written by FinanceBench's extractor, so they are matched loosely
 (:mod:`benchmarks.harness.matching`). Page hits need a page map: the PDF runs have one

@@ -17,7 +17,8 @@ defaults. A question counts as *first* when its first section comes from an expe
 filing, and *in two* when one of the first two filings its sections come from is.
 
 Also checks every card against ``benchmarks/routing/cards.jsonl`` (company, form, period
-or date, read by hand from each cover). Writes ``benchmarks/results/routing-set.{json,md}``.
+or date, read by hand from each cover). Writes
+``benchmarks/results/routing_set/routing-set.{json,md}``.
 """
 
 from __future__ import annotations

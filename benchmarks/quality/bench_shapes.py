@@ -33,7 +33,7 @@ DIR's and the harness (``benchmarks``) is always this repository's, even though 
 ``benchmarks`` folder of its own. Results are stored per (label, dataset, variant)
 in ``benchmarks/.work/shapes/results/<label>-<dataset>-<variant>.json`` as soon as each is
 done and reused unless ``--force``; ``--report`` reads them all and writes
-``benchmarks/results/shapes.{json,md}`` (labels ``before`` and ``after``)::
+``benchmarks/results/shapes/shapes.{json,md}`` (labels ``before`` and ``after``)::
 
     git worktree add /work/baseline <commit-before>
     HF_HUB_OFFLINE=1 python -m benchmarks.quality.bench_shapes --code /work/baseline --label before
@@ -434,7 +434,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scopes", nargs="+", default=list(SCOPES), choices=SCOPES,
                    help="search scopes to measure (default: both)")
     p.add_argument("--report", action="store_true",
-                   help="only write benchmarks/results/shapes.{json,md} from stored results")
+                   help="only write benchmarks/results/shapes/shapes.{json,md} from stored results")
     p.add_argument("--out-dir", type=Path, default=common.RESULTS / "shapes",
                    help="where --report writes shapes.{json,md} (default: benchmarks/results)")
     args = p.parse_args(argv)

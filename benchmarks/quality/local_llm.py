@@ -20,7 +20,7 @@ sample with ``PAGEINDEX_LLM_MODEL=openai/gemma-3-270m`` and ``OPENAI_BASE_URL`` 
 same server (the CI smoke run keeps the recording stub), and reports PageIndex's wall time
 and LLM calls per document with a real model.
 
-Writes ``benchmarks/results/local-llm.{json,md}`` (and ``pageindex-local-llm.{json,md}``).
+Writes ``benchmarks/results/local_llm/local-llm.{json,md}`` (and ``pageindex-local-llm.{json,md}``).
 What a 270M model answers is not a quality measure: the point is that the whole path works
 against a real server and what it costs in time.
 """

@@ -44,7 +44,7 @@ them, then starts a new writer that continues from whatever is committed:
                                      [--readers 2] [--seed S] [--kill-rate 0.5]
     python -m benchmarks.robustness.bench_crash --cycles 5          # smoke
 
-Writes ``benchmarks/results/crash.{json,md}`` (``--out`` another stem).
+Writes ``benchmarks/results/crash/crash.{json,md}`` (``--out`` another stem).
 """
 
 from __future__ import annotations

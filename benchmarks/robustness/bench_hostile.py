@@ -15,12 +15,12 @@ Usage::
 
 ``--baseline DIR`` runs step 1 with the ``proxy_pointer`` of another checkout too (a git
 worktree of an older commit), on the same file, in the same run.
-Writes ``benchmarks/results/hostile.{json,md}``.
+Writes ``benchmarks/results/hostile/hostile.{json,md}``.
 
 ``--inputs`` measures instead what each kind of hostile input (a month-like question, a card
 filter over HTTP, a cover page naming a long company, a .docx that inflates) costs at 1x,
 10x and 100x its size, with ``--baseline``'s code too (:mod:`.hostile_inputs`); writes
-``benchmarks/results/hostile-inputs.{json,md}``.
+``benchmarks/results/hostile/hostile-inputs.{json,md}``.
 """
 
 from __future__ import annotations

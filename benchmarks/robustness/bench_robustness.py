@@ -13,7 +13,7 @@ under ``benchmarks/.work/robustness``. Same harness, packing rule and metrics as
 
     python -m benchmarks.robustness.bench_robustness [--data ../shared/data] [--cache-dir DIR]
 
-Writes ``benchmarks/results/robustness.{json,md}``.
+Writes ``benchmarks/results/robustness/robustness.{json,md}``.
 """
 
 from __future__ import annotations

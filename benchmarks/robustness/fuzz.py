@@ -26,7 +26,7 @@ for the time left. Found crashes are shrunk with ``--minimize``, fixed and pinne
 
 Records per target: seconds, CPU seconds of its process, executions, coverage (libFuzzer's
 ``cov``: instrumented edges), corpus size and the crashes found. Writes
-``benchmarks/results/fuzz.{json,md}``.
+``benchmarks/results/fuzz/fuzz.{json,md}``.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ gets a 4xx), plus, as advice only, ``positive_data_acceptance`` (a schema-valid 
 still be refused with 400 when it is wrong in ways a JSON schema cannot say: a malformed
 ref, an empty metadata key). Unhandled exceptions the server logged are counted too.
 
-Writes ``benchmarks/results/fuzz-http.{json,md}`` (``--out``); exits 1 when any response
+Writes ``benchmarks/results/fuzz_http/fuzz-http.{json,md}`` (``--out``); exits 1 when any response
 was a 5xx, the server logged an unhandled exception, or a check other than the advisory one
 failed, so CI can run a short version (``--examples 20``).
 """

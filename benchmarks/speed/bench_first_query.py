@@ -11,7 +11,7 @@ always carry their BM25 index, so that comparison no longer has a "before" to ru
 
     python -m benchmarks.speed.bench_first_query --index IDX [--trials 5] [--name first-query]
 
-Writes ``benchmarks/results/<name>.{json,md}``.
+Writes ``benchmarks/results/first_query/<name>.{json,md}``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ system and user messages (``proxy_pointer.tokens``), like every other count here
     python -m benchmarks.speed.bench_llm_cost [--dataset ../shared/data/qasper-dev] \
         [--questions 200]
 
-Writes ``benchmarks/results/llm-cost.{json,md}``.
+Writes ``benchmarks/results/llm_cost/llm-cost.{json,md}``.
 """
 
 from __future__ import annotations

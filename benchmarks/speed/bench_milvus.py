@@ -10,7 +10,7 @@ stores differ. Also the seconds to save the index into each store.
 
     python -m benchmarks.speed.bench_milvus [--dataset ../shared/data/qasper-dev] [--questions 892]
 
-Writes ``benchmarks/results/milvus-latency.{json,md}``.
+Writes ``benchmarks/results/milvus/milvus-latency.{json,md}``.
 """
 
 from __future__ import annotations

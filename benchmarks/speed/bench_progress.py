@@ -5,7 +5,8 @@ tree, a child process (``PYTHONPATH`` = the tree) loads the default embedder, em
 query so the model is warm, then times ``Index.update`` over ``--docs`` (default: the 22
 financebench-dev PDFs) until the first progress event that shows work done (``pages_done``
 where the tree has it, else ``bytes_done``) and exits; nothing is written. Trees alternate,
-``--runs`` times each; the median is reported. Results: ``benchmarks/results/progress.{json,md}``
+``--runs`` times each; the median is reported. Results:
+``benchmarks/results/progress/progress.{json,md}``
 (issue 49: a user indexing a shelf should see progress move from the first second).
 """
 

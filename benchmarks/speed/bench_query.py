@@ -16,7 +16,7 @@ filter within 10% of no filter at the median.
 
     python -m benchmarks.speed.bench_query [--dataset ../shared/data/qasper-dev] [--questions 300]
 
-Writes ``benchmarks/results/query-latency.{json,md}``. Query vectors are *not* served from
+Writes ``benchmarks/results/query/query-latency.{json,md}``. Query vectors are *not* served from
 the embedding cache here (the embed stage is the real model), chunk vectors are.
 """
 

@@ -17,7 +17,7 @@ on the new one, as references), so no response mixed generations or saw a half-w
 
     python -m benchmarks.speed.bench_serve [--requests 2000] [--clients 8]
 
-Writes ``benchmarks/results/serve-load.{json,md}``.
+Writes ``benchmarks/results/serve/serve-load.{json,md}``.
 """
 
 from __future__ import annotations
