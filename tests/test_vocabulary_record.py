@@ -110,3 +110,14 @@ def test_a_vocabulary_file_changed_under_a_pickle_is_refused(tmp_path) -> None:
     filings._READ.pop(str(path), None)  # as a fresh worker process: nothing read yet
     with pytest.raises(ConfigError, match="changed while it was in use"):
         pickle.loads(blob)
+
+
+def test_periods_read_the_forms_of_the_vocabulary_as_reports() -> None:
+    """"according to its 2021 AIF" anchors the question to 2021 only where the AIF is a
+    form of the vocabulary."""
+    from proxy_pointer.parse.periods import Period, asked_periods
+
+    q = "What did it say about gold output in 2022, according to its 2021 AIF?"
+    assert asked_periods(q, vocabulary=CANADA).anchor == Period(2021)
+    assert asked_periods(q).anchor is None
+    assert Question.of(q, vocabulary=CANADA).asked.target == Period(2021)

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..tokens import count_tokens
 from ..vocab.filings import FILINGS, Vocabulary
-from .periods import DATE, Period, asked_periods, fiscal_year, parse_date, year_end_of
+from .periods import Period, asked_periods, dates_of, fiscal_year, parse_date, year_end_of
 
 __all__ = ["CARD_FIELDS", "KIND_WORDS", "Card", "abbreviates", "card_matches",
            "effective_card", "read_card", "short_name"]
@@ -36,11 +36,7 @@ _QUARTER_CHARS = 80_000  # "three and six months ended" is in the first statemen
 _EARNINGS_PERIOD = re.compile(
     r"\b(?:(first|second|third|fourth)[\s-]+quarter|q([1-4]))\b(?:\s+and\s+(?:full|fiscal)"
     r"[\s-]+year)?(?:\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)?)?\s*((?:19|20)\d\d)", re.I)
-_ANNUAL = re.compile(rf"\b(?:fiscal\s+year|for\s+the\s+year)\s+ended\s*:?\s*({DATE})", re.I)
-_QUARTERLY = re.compile(rf"\bquarterly\s+period\s+ended\s*:?\s*({DATE})", re.I)
-_EVENT = re.compile(rf"\bDate\s+of\s+Report[^:]{{0,60}}:\s*({DATE})", re.I)
 # the date above its label: "January 4, 2023\nDate of Report (date of earliest event reported)"
-_EVENT_ABOVE = re.compile(rf"({DATE})[ \t]*\n\s*\(?Date\s+of\s+Report\b", re.I)
 _MONTHS_ENDED = re.compile(r"\b(?:three\s+and\s+)?(six|nine)\s+months\s+ended", re.I)
 _REGISTRANT = re.compile(r"\(\s*exact\s+name\s+of\s+(?:the\s+)?registrant", re.I)
 _FILE_NUMBER = re.compile(r"commission\s+file\s+(?:number|no\.?)\s*:?\s*[\d-]+", re.I)
@@ -55,7 +51,6 @@ _DATELINE = re.compile(
 # capitalised words before "today", so each start costs a bounded step
 _NAME_WORD = r"(?:[A-Z]|[a-z]{1,3}[A-Z])[\w&.'’-]*"
 # "for the first quarter ended March 31, 2023", "its first quarter fiscal 2024 ended April 30"
-_RELEASE_END = re.compile(rf"\bquarter\b[^.\n]{{0,40}}?\bended\s+({DATE})", re.I)
 
 
 
@@ -78,11 +73,20 @@ class _Rules:
     ticker: re.Pattern[str]
     release_line: re.Pattern[str]
     suffixes: frozenset[str]
+    # a cover's or a release's period, dates written with the vocabulary's months: "for the
+    # fiscal year ended", "quarterly period ended", "Date of Report ...: <date>" (or the
+    # date above its label), a release's "for the first quarter ended <date>"
+    annual: re.Pattern[str]
+    quarterly: re.Pattern[str]
+    event: re.Pattern[str]
+    event_above: re.Pattern[str]
+    release_end: re.Pattern[str]
 
 
 @lru_cache(maxsize=8)
 def _rules(vocabulary: Vocabulary) -> _Rules:
     verb = vocabulary.release_verb_pattern
+    date = dates_of(vocabulary).date
     return _Rules(
         vocabulary=vocabulary,
         form=re.compile(rf"\bFORM\s+({vocabulary.form_pattern})\b"),
@@ -99,7 +103,13 @@ def _rules(vocabulary: Vocabulary) -> _Rules:
         release_line=re.compile(
             rf"(?<![\w&.'’-])({_NAME_WORD}(?:[ \t]+(?:&[ \t]+)?{_NAME_WORD}){{0,5}}),?[ \t]+"
             rf"today[ \t]+(?:{verb})\b"),
-        suffixes=frozenset(vocabulary.legal_suffixes))
+        suffixes=frozenset(vocabulary.legal_suffixes),
+        annual=re.compile(
+            rf"\b(?:fiscal\s+year|for\s+the\s+year)\s+ended\s*:?\s*({date})", re.I),
+        quarterly=re.compile(rf"\bquarterly\s+period\s+ended\s*:?\s*({date})", re.I),
+        event=re.compile(rf"\bDate\s+of\s+Report[^:]{{0,60}}:\s*({date})", re.I),
+        event_above=re.compile(rf"({date})[ \t]*\n\s*\(?Date\s+of\s+Report\b", re.I),
+        release_end=re.compile(rf"\bquarter\b[^.\n]{{0,40}}?\bended\s+({date})", re.I))
 
 
 _GENERIC = {"company", "the company", "we", "us", "our", "registrant", "corporation",
@@ -176,7 +186,7 @@ def effective_card(card: Card, metadata: Mapping[str, Any], *,
     over = Card.from_dict(given)
     changes = {k: getattr(over, k) for k in given}
     if "period" in given and not ({"fiscal_year", "quarter"} & given.keys()):
-        asked = asked_periods(over.period)
+        asked = asked_periods(over.period, vocabulary=vocabulary)
         target = asked.target
         changes["fiscal_year"] = target.year if target else None
         changes["quarter"] = target.quarter if target else None
@@ -333,27 +343,28 @@ def _word_case(word: str) -> str:
 
 
 def _period(head: str, text: str, kind: str, r: _Rules) -> Period | None:
-    m = _ANNUAL.search(head)
+    m = r.annual.search(head)
     if m and not _dated_within_year(kind, r):
-        end = parse_date(m.group(1))
+        end = parse_date(m.group(1), vocabulary=r.vocabulary)
         return Period(_own_year(end, text), None, end) if end else None
-    m = _QUARTERLY.search(head)
-    if m and (end := parse_date(m.group(1))) is not None:
+    m = r.quarterly.search(head)
+    if m and (end := parse_date(m.group(1), vocabulary=r.vocabulary)) is not None:
         months = _MONTHS_ENDED.search(text[:_QUARTER_CHARS])
         quarter = {"six": 2, "nine": 3}[months.group(1).lower()] if months else 1
         # a fiscal year ending in January or February named as the filing names it
         # (Walmart's quarter ended July 28, 2023 is in "fiscal 2024", Target's in "2023")
         return Period(_own_year(year_end_of(end, quarter), text), quarter, end)
-    m = _EVENT.search(head) or _EVENT_ABOVE.search(head)
-    if m and (when := parse_date(m.group(1))) is not None:
+    m = r.event.search(head) or r.event_above.search(head)
+    if m and (when := parse_date(m.group(1), vocabulary=r.vocabulary)) is not None:
         return Period(when.year, None, when)
     if r.release and kind == r.release:
         m = _EARNINGS_PERIOD.search(head[:3000])
         if m:
             q = int(m.group(2)) if m.group(2) else ("first", "second", "third",
                                                      "fourth").index(m.group(1).lower()) + 1
-            ended = _RELEASE_END.search(head[:3000])
-            return Period(int(m.group(3)), q, parse_date(ended.group(1)) if ended else None)
+            ended = r.release_end.search(head[:3000])
+            end = parse_date(ended.group(1), vocabulary=r.vocabulary) if ended else None
+            return Period(int(m.group(3)), q, end)
     return None
 
 
@@ -508,7 +519,7 @@ def card_matches(card: Card, key: str, value: str, *,
     if key == "period":
         if want == card.period.lower():
             return True
-        target = asked_periods(value).target
+        target = asked_periods(value, vocabulary=vocabulary).target
         if target is None:
             return False
         if target.end is not None and card.period_end:

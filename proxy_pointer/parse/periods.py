@@ -16,18 +16,54 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
-from ..vocab.filings import FILINGS
+from ..vocab.filings import FILINGS, Vocabulary
 
-__all__ = ["Asked", "Period", "asked_periods", "fiscal_year", "parse_date", "quarter_period",
-           "year_end_of"]
+__all__ = ["DATE", "Asked", "Dates", "Period", "asked_periods", "date_pattern", "dates_of",
+           "fiscal_year", "parse_date", "quarter_period", "year_end_of"]
 
-_MONTHS = FILINGS.month_numbers
-_MONTH = FILINGS.month_pattern
-#: "December 31, 2022", "Dec. 31 2022", "31 December 2022", "2022-12-31" or "12/31/2022".
-DATE = (rf"(?:{_MONTH}\s+\d{{1,2}},?\s+(?:19|20)\d\d|\d{{1,2}}\s+{_MONTH}\s+(?:19|20)\d\d"
-        r"|(?:19|20)\d\d-\d\d-\d\d|\d{1,2}/\d{1,2}/(?:19|20)\d\d)")
-_DATE_RE = re.compile(DATE, re.I)
+
+def date_pattern(month: str) -> str:
+    """A date with months written by ``month`` (a pattern): "December 31, 2022", "Dec. 31
+    2022", "31 December 2022", "2022-12-31" or "12/31/2022"."""
+    return (rf"(?:{month}\s+\d{{1,2}},?\s+(?:19|20)\d\d|\d{{1,2}}\s+{month}\s+(?:19|20)\d\d"
+            r"|(?:19|20)\d\d-\d\d-\d\d|\d{1,2}/\d{1,2}/(?:19|20)\d\d)")
+
+
+@dataclass(frozen=True, eq=False)
+class Dates:
+    """The patterns that read dates and periods with one vocabulary's month names and
+    report words, compiled once per vocabulary (:func:`dates_of`): ``date`` the pattern of
+    a date (for a caller's own patterns), ``months`` each month name and abbreviation's
+    number."""
+
+    vocabulary: Vocabulary
+    date: str
+    months: dict[str, int]
+    date_re: re.Pattern[str]
+    month_year: re.Pattern[str]
+    report: re.Pattern[str]
+
+
+@lru_cache(maxsize=8)
+def dates_of(vocabulary: Vocabulary) -> Dates:
+    """:class:`Dates` of ``vocabulary``."""
+    date = date_pattern(vocabulary.month_pattern)
+    # ... a report, a filing, or an annual or quarterly form as a question writes it
+    reports = sorted({w.lower() for f in vocabulary.forms
+                      if f.nature in ("annual", "quarterly") for w in (f.name, *f.written)},
+                     key=lambda w: (-len(w), w))
+    return Dates(
+        vocabulary, date, vocabulary.month_numbers, re.compile(date, re.I),
+        re.compile(rf"\b({vocabulary.month_pattern})\s+(?:of\s+)?((?:19|20)\d\d)\b", re.I),
+        re.compile(r"^[^.?!;]{0,30}?\b(?:report|filing|statements?|results|release|"
+                   + "|".join(r"\s+".join(map(re.escape, w.split())) for w in reports)
+                   + r")\b", re.I))
+
+
+#: A date with the shipped vocabulary's months (see :func:`date_pattern`).
+DATE = dates_of(FILINGS).date
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2,
              "3rd": 3, "4th": 4}
 
@@ -52,9 +88,11 @@ class Period:
         return f"FY{self.year}"
 
 
-def parse_date(text: str) -> date | None:
-    """The first date written in ``text`` (see :data:`DATE`), or ``None``."""
-    m = _DATE_RE.search(text)
+def parse_date(text: str, *, vocabulary: Vocabulary = FILINGS) -> date | None:
+    """The first date written in ``text`` (see :func:`date_pattern`; months as
+    ``vocabulary`` names them), or ``None``."""
+    rules = dates_of(vocabulary)
+    m = rules.date_re.search(text)
     if m is None:
         return None
     s = m.group(0).lower().replace(",", " ").replace(".", " ")
@@ -70,7 +108,7 @@ def parse_date(text: str) -> date | None:
             d, mon, y = int(parts[0]), parts[1], int(parts[2])
         else:
             mon, d, y = parts[0], int(parts[1]), int(parts[2])
-        return date(y, _MONTHS[mon[:4] if mon[:4] == "sept" else mon[:3]], d)
+        return date(y, rules.months[mon[:4] if mon[:4] == "sept" else mon[:3]], d)
     except (ValueError, KeyError, IndexError):
         return None
 
@@ -191,24 +229,25 @@ _PRIOR = re.compile(r"\b(?:year[\s-]+over[\s-]+year|yoy|y/y|prior[\s-]+(?:fiscal
                     re.I)
 _MAX_SPAN = 30  # years a range may fill
 # a month and its year with no day: "March 2023", "in Jan. 2023", "august of 2023"
-_MONTH_YEAR = re.compile(rf"\b({FILINGS.month_pattern})\s+(?:of\s+)?((?:19|20)\d\d)\b", re.I)
 
 
-def asked_periods(question: str) -> Asked:
+def asked_periods(question: str, *, vocabulary: Vocabulary = FILINGS) -> Asked:
     """The periods ``question`` names (:class:`Asked`); empty when it names none. Amounts
-    ("$2,021"), percentages and other numbers are not years."""
+    ("$2,021"), percentages and other numbers are not years. Months and the forms a
+    question names a report by are ``vocabulary``'s."""
+    rules = dates_of(vocabulary)
     years: list[int] = []
     dates = []
     rest = question
-    for m in _DATE_RE.finditer(question):
-        d = parse_date(m.group(0))
+    for m in rules.date_re.finditer(question):
+        d = parse_date(m.group(0), vocabulary=vocabulary)
         if d is not None:
             dates.append(d)
-    rest = _DATE_RE.sub(" ", rest)
+    rest = rules.date_re.sub(" ", rest)
     months = []
-    for m in _MONTH_YEAR.finditer(rest):
+    for m in rules.month_year.finditer(rest):
         mon = m.group(1).lower().rstrip(".")
-        number = _MONTHS.get(mon[:4] if mon[:4] == "sept" else mon[:3])
+        number = rules.months.get(mon[:4] if mon[:4] == "sept" else mon[:3])
         if number is not None:
             months.append((int(m.group(2)), number))
     ranged: set[int] = set()
@@ -232,7 +271,7 @@ def asked_periods(question: str) -> Asked:
     rest = _FY.sub(" ", rest)
     years.extend(int(m.group(1)) for m in _YEAR.finditer(rest))
     return Asked(tuple(sorted(set(years))), quarter if years else None, tuple(sorted(set(dates))),
-                 _anchor(question), quarter_year if years else None,
+                 _anchor(question, rules), quarter_year if years else None,
                  tuple(sorted(set(months))),
                  _span(question, set(years) | ranged | {fiscal_year(d) for d in dates}))
 
@@ -259,28 +298,23 @@ def _span(question: str, years: set[int]) -> tuple[int, ...]:
 _AS_OF = re.compile(r"\bas\s+(?:of|at)\s+", re.I)
 _IN_REPORT = re.compile(r"\b(?:in|per|according\s+to|from|with)\s+(?:its|the|their)\s+",
                         re.I)
-# ... a report, a filing, or an annual or quarterly form as a question writes it ("10-K")
-_REPORTS = sorted({w.lower() for f in FILINGS.forms if f.nature in ("annual", "quarterly")
-                   for w in (f.name, *f.written)}, key=lambda w: (-len(w), w))
-_REPORT = re.compile(r"^[^.?!;]{0,30}?\b(?:report|filing|statements?|results|release|"
-                     + "|".join(r"\s+".join(map(re.escape, w.split())) for w in _REPORTS)
-                     + r")\b", re.I)
 _ANCHOR_CHARS = 40  # a period written within this many characters after the phrase
 
 
-def _anchor(question: str) -> Period | None:
+def _anchor(question: str, rules: Dates) -> Period | None:
     """The period a question is anchored to (see :attr:`Asked.target`), or ``None``: the
     first phrase that writes one. Each window read is at most ``_ANCHOR_CHARS`` long."""
     spans = [(m.end(), False) for m in _AS_OF.finditer(question)]
     spans += [(m.end(), True) for m in _IN_REPORT.finditer(question)]
     for start, report in sorted(spans):
         window = question[start:start + _ANCHOR_CHARS]
-        if report and not _REPORT.match(window):
+        if report and not rules.report.match(window):
             continue
-        m = _DATE_RE.match(window)
-        if m is not None and (d := parse_date(m.group(0))) is not None:
+        m = rules.date_re.match(window)
+        if m is not None and (d := parse_date(m.group(0), vocabulary=rules.vocabulary)
+                              ) is not None:
             return Period(d.year, None, d)
-        head = _DATE_RE.sub(" ", window)
+        head = rules.date_re.sub(" ", window)
         quarter = _QUARTER.match(head)
         fy = _FY.match(head)
         year = _YEAR.match(head)

@@ -64,7 +64,7 @@ class Question:
     @cached_property
     def asked(self) -> Asked:
         """The periods it names (:func:`~proxy_pointer.parse.periods.asked_periods`)."""
-        return asked_periods(self.text)
+        return asked_periods(self.text, vocabulary=self.vocabulary)
 
     @cached_property
     def kind(self) -> str:
