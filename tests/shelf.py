@@ -4,6 +4,8 @@ company, and documents that are not filings at all."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from proxy_pointer.parse.cards import Card
 
 
@@ -28,3 +30,21 @@ SHELF = {
     "paper.md": Card(title="Attention over widgets", kind="paper", summary="We study widgets."),
     "manual.md": Card(title="Pump handbook"),
 }
+
+
+def write_10ks(folder: Path, years: tuple[int, ...], columns: int = 3, extra: str = "") -> Path:
+    """Acme Corp's 10-K of each of ``years`` as Markdown in ``folder/docs``: a cover the
+    cards read, an income statement printing ``columns`` years, then ``extra``."""
+    docs = folder / "docs"
+    docs.mkdir()
+    for year in years:
+        shown = [year - i for i in range(columns)]
+        (docs / f"acme_{year}_10k.md").write_text(
+            f"# FORM 10-K\n\nANNUAL REPORT\n\nFor the fiscal year ended December 31, {year}\n\n"
+            f"Acme Corp\n\n(Exact name of registrant as specified in its charter)\n\n"
+            f"## Consolidated Statements of Operations\n\n"
+            f"(Millions) {' '.join(map(str, shown))}\n"
+            f"Net sales {' '.join(str(900 - 50 * i) for i in range(columns))}\n"
+            f"Net income {' '.join(str(90 - 10 * i) for i in range(columns))}\n"
+            + extra.format(year=year), encoding="utf-8")
+    return docs

@@ -9,7 +9,7 @@ from proxy_pointer import Index
 from proxy_pointer.embeddings import HashEmbedder
 from proxy_pointer.parse.periods import Period, asked_periods
 from proxy_pointer.search.coverage import coverage, printed_years, years_held
-from tests.shelf import SHELF
+from tests.shelf import SHELF, write_10ks
 
 
 @pytest.mark.parametrize("question, span", [
@@ -63,15 +63,7 @@ def test_the_filings_that_report_the_missing_years_are_named() -> None:
 
 
 def test_the_result_says_which_years_it_holds_and_where_the_rest_are(tmp_path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for year in (2020, 2022):
-        (docs / f"acme_{year}_10k.md").write_text(
-            f"# FORM 10-K\n\nANNUAL REPORT\n\nFor the fiscal year ended December 31, {year}\n\n"
-            f"Acme Corp\n\n(Exact name of registrant as specified in its charter)\n\n"
-            f"## Consolidated Statements of Operations\n\n"
-            f"(Millions) {year} {year - 1} {year - 2}\nNet sales 900 850 800\n"
-            f"Net income 90 80 70\n", encoding="utf-8")
+    docs = write_10ks(tmp_path, (2020, 2022))
     index = Index.build([docs], embedder=HashEmbedder(64))
     assert {c.fiscal_year for c in index.reader.cards().values()} == {2020, 2022}
     res = index.retrieve("What was Acme's average net income from FY2018 to FY2022?",

@@ -14,20 +14,12 @@ from proxy_pointer import HashEmbedder, Index
 from proxy_pointer.search.config import MAX_QUESTION_CHARS
 from proxy_pointer.search.question import Question
 from proxy_pointer.search.routing import Shelf
-from tests.shelf import SHELF
+from tests.shelf import SHELF, write_10ks
 
 
 def _filings(folder) -> Index:
-    docs = folder / "docs"
-    docs.mkdir()
-    for year in (2021, 2022):
-        (docs / f"acme_{year}_10k.md").write_text(
-            f"# FORM 10-K\n\nANNUAL REPORT\n\nFor the fiscal year ended December 31, {year}\n\n"
-            f"Acme Corp\n\n(Exact name of registrant as specified in its charter)\n\n"
-            f"## Consolidated Statements of Operations\n\n"
-            f"(Millions) {year} {year - 1}\nNet sales 900 850\nNet income 90 80\n\n"
-            f"## Note 4 — Leases\n\nOperating lease cost was 12 in {year}.\n",
-            encoding="utf-8")
+    docs = write_10ks(folder, (2021, 2022), columns=2,
+                      extra="\n## Note 4 — Leases\n\nOperating lease cost was 12 in {year}.\n")
     return Index.build([docs], embedder=HashEmbedder(64))
 
 
