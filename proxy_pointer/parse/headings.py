@@ -282,8 +282,8 @@ def _front_matter_title(tokens: list[Token]) -> str | None:
 # numbering.
 _DECIMAL_RE = re.compile(r"(?P<num>\d{1,2}(?:\.\d{1,3})*)\.?\s+(?P<rest>\S.*)")
 _KEYWORD_RE = re.compile(
-    rf"(?P<kw>{'|'.join(w for lab in FILINGS.labels_read('heading') for w in lab.cased)})"
-    rf"(?:\s+(?:{'|'.join(w for lab in FILINGS.labels_read('float') for w in lab.cased)}))?"
+    rf"(?P<kw>{FILINGS.cased_labels('heading')})"
+    rf"(?:\s+(?:{FILINGS.cased_labels('float')}))?"
     r"\s+(?P<num>[A-Z]{0,2}\d+(?:\.\d+)*[A-Z]?|[IVXLCDM]+|[A-Z])"
     r"(?P<rest>(?:[.:)]|\s+[-–—:]|\s)?.*)"
 )

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from ..vocab.filings import FILINGS, Vocabulary
 
-__all__ = ["DATE", "Asked", "Dates", "Period", "asked_periods", "date_pattern", "dates_of",
+__all__ = ["Asked", "Dates", "Period", "asked_periods", "date_pattern", "dates_of",
            "fiscal_year", "parse_date", "quarter_period", "year_end_of"]
 
 
@@ -61,9 +61,6 @@ def dates_of(vocabulary: Vocabulary) -> Dates:
                    + "|".join(r"\s+".join(map(re.escape, w.split())) for w in reports)
                    + r")\b", re.I))
 
-
-#: A date with the shipped vocabulary's months (see :func:`date_pattern`).
-DATE = dates_of(FILINGS).date
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2,
              "3rd": 3, "4th": 4}
 

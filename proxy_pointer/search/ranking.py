@@ -213,9 +213,8 @@ def chunk_candidates(index: Corpus, ranked: list[tuple[int, float]],
     (:func:`group` merges them by node). The rows of ``known`` candidates keep their
     node and span; only the others' pointers are read, in one read."""
     where: dict[int, tuple[str, str | None, tuple[str, str]]] = {}
-    spans: dict[int, tuple[int, int]] = {}
+    spans = _shared_spans(known)
     for c in known:
-        spans.update(c.spans)
         where.update((r, (c.doc_id, c.node_id, c.key)) for r in c.rows)
     new = [r for r, _ in ranked if r not in where]
     for r, (doc_id, node_id, start, first, last) in zip(new, index.pointers(new), strict=True):
@@ -229,13 +228,20 @@ def chunk_ranking(candidates: Sequence[Candidate]) -> list[tuple[int, float]]:
     return [(r, s) for c in candidates for r, s in zip(c.rows, c.row_scores, strict=True)]
 
 
+def _shared_spans(candidates: Sequence[Candidate]) -> dict[int, tuple[int, int]]:
+    """One map of every candidate's row spans. Candidates of one query share a map, so
+    each distinct map is read once, not once per candidate (that would be quadratic)."""
+    spans: dict[int, tuple[int, int]] = {}
+    for m in {id(c.spans): c.spans for c in candidates}.values():
+        spans.update(m)
+    return spans
+
+
 def merge_nodes(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Dedupe by ``(doc_id, node_id)``: one candidate per node, where its first chunk
     stood, with all its hit chunks and that first chunk's score (the best, as the chunks
     come best first); every candidate shares one map of the rows' line spans."""
-    spans: dict[int, tuple[int, int]] = {}
-    for c in candidates:
-        spans.update(c.spans)
+    spans = _shared_spans(candidates)
     by_key: dict[tuple[str, str], Candidate] = {}
     order: list[Candidate] = []
     for c in candidates:

@@ -183,6 +183,11 @@ class Vocabulary:
         order."""
         return tuple(lab for lab in self.labels if where in lab.reads)
 
+    def cased_labels(self, where: str) -> str:
+        """The label words read ``where`` as a pattern's alternatives, each as headings
+        print it (:attr:`Label.cased`: "PART|Part|ITEM|Item")."""
+        return "|".join(w for lab in self.labels_read(where) for w in lab.cased)
+
     @property
     def ranked_labels(self) -> tuple[Label, ...]:
         """The label words whose numbering gives a heading rank, in the file's order."""

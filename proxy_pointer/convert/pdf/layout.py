@@ -25,7 +25,7 @@ __all__ = ["HEADING_SIZE", "TITLE_SIZE", "WRAP_EMS", "layout_headings"]
 
 # a line holding only a label and its number ("PART II", "Item 7A."): the title follows
 _NUMBERING_ONLY = re.compile(
-    rf"^(?:{'|'.join(w for lab in FILINGS.labels_read('line') for w in lab.cased)})"
+    rf"^(?:{FILINGS.cased_labels('line')})"
     r"\s+[\dIVXLC]+[A-Z]?\.?$")
 _YEAR_END = re.compile(r"[A-Za-z]\s+(?:19|20)\d\d$")
 _CONNECTOR_END = re.compile(r"(?:\b(?:and|or|of|the|to|for|in|on|with|by|a|an)|[,&\-–—])$",
